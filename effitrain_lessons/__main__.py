@@ -1,0 +1,3 @@
+from effitrain_lessons.cli import main
+
+raise SystemExit(main())

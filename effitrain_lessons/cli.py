@@ -1,0 +1,72 @@
+"""The `effitrain` command: `effitrain lab`, `effitrain info`, `effitrain build`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import sys
+from pathlib import Path
+
+from effitrain_lessons.hub import hub_reachable, offline_by_choice
+
+PACKAGES = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "jupyterlab", "ipywidgets", "otter-grader"]
+
+
+def lessons_dir() -> Path:
+    """The repository's `notebooks/` folder when run from a checkout, else the current folder."""
+    checkout = Path(__file__).resolve().parent.parent / "notebooks"
+    return checkout if checkout.is_dir() else Path.cwd()
+
+
+def info_lines() -> list[str]:
+    from effitrain_lessons.device import describe_device
+
+    lines = [f"python {platform.python_version()} on {platform.system()} {platform.machine()}"]
+    for name in PACKAGES:
+        try:
+            lines.append(f"{name} {importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            lines.append(f"{name} not installed")
+    lines.append(describe_device())
+    if offline_by_choice():
+        lines.append("Hugging Face Hub: not tried (HF_HUB_OFFLINE is set)")
+    else:
+        reachable = hub_reachable()
+        lines.append(f"Hugging Face Hub: {'reachable' if reachable else 'not reachable: the lessons use their bundled data and tiny models'}")
+    return lines
+
+
+def run_lab(port: int, no_browser: bool, directory: Path) -> int:
+    if not directory.is_dir():
+        print(f"There is no folder {directory}: pass --dir with the folder that holds the lessons.", file=sys.stderr)
+        return 2
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}", f"--port={port}"]
+    if no_browser:
+        command.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        command.append("--allow-root")  # containers and Binder-like machines run as root
+    os.execv(sys.executable, command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="effitrain", description="Lessons on efficient training with PyTorch.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    lab = commands.add_parser("lab", help="open JupyterLab on the lessons")
+    lab.add_argument("--port", type=int, default=8888)
+    lab.add_argument("--no-browser", action="store_true", help="serve without opening a browser")
+    lab.add_argument("--dir", type=Path, default=None, help="folder of lessons (default: the checkout's notebooks/)")
+    commands.add_parser("info", help="versions, device, and whether the hub is reachable")
+    commands.add_parser("build", help="build the learner and solution editions from lessons/ (--check: only compare)")
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["build"]:  # the build has its own options
+        from effitrain_lessons.authoring import main_build
+
+        return main_build(argv[1:])
+    args = parser.parse_args(argv)
+    if args.command == "info":
+        print("\n".join(info_lines()))
+        return 0
+    return run_lab(args.port, args.no_browser, args.dir or lessons_dir())

@@ -1,0 +1,39 @@
+"""Which accelerator the lessons run on (every lesson calls `pick_device` once)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def pick_device(prefer: str | None = None) -> torch.device:
+    """Return the best available device: CUDA, then Apple's MPS, then the CPU.
+
+    `prefer` ("cuda", "mps" or "cpu") asks for one device; asking for one this
+    machine does not have raises a sentence saying what to do instead.
+    """
+    available = {
+        "cuda": torch.cuda.is_available(),
+        "mps": torch.backends.mps.is_available(),
+        "cpu": True,
+    }
+    if prefer is not None:
+        if prefer not in available:
+            raise ValueError(f"Unknown device {prefer!r}: use 'cuda', 'mps', 'cpu' or None to pick automatically.")
+        if not available[prefer]:
+            raise RuntimeError(
+                f"This machine has no {prefer.upper()} device: pass prefer=None to use what it has "
+                "(on Colab, choose Runtime > Change runtime type > GPU)."
+            )
+        return torch.device(prefer)
+    return torch.device(next(name for name, ok in available.items() if ok))
+
+
+def describe_device(device: torch.device | str | None = None) -> str:
+    """One line naming the device the lessons will use, e.g. 'Using cpu (2 threads).'"""
+    device = torch.device(device) if device is not None else pick_device()
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return f"Using cuda: {props.name} with {props.total_memory / 2**30:.1f} GiB."
+    if device.type == "mps":
+        return "Using mps: Apple GPU (Metal)."
+    return f"Using cpu ({torch.get_num_threads()} threads); a GPU would make the larger settings faster."

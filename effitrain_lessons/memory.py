@@ -1,0 +1,296 @@
+"""Measuring one training step: activations saved for backward, FLOPs, time, peak GPU memory.
+
+Every lesson measures with these: lesson 1 (what A + B = C keeps), lesson 2 (Trainer with and
+without checkpointing), lesson 3 (the Accelerator loop), lesson 4 (the model Local SGD trains).
+
+"Saved activations" are the tensors autograd keeps between the forward and the backward pass, seen
+through `torch.autograd.graph.saved_tensors_hooks` and counted once per storage, with the model's
+parameters and buffers left out (they live in memory whether or not we checkpoint).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> '1.50 KiB': bytes in the largest binary unit that keeps the number >= 1."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_flops(n: float) -> str:
+    """12288 -> '12.29 kFLOP': FLOPs with a decimal prefix."""
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,.0f} FLOP"
+
+
+@dataclass(frozen=True)
+class SavedTensor:
+    """One tensor that autograd packed for backward."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+    nbytes: int  # bytes of the whole storage behind it
+    storage: tuple[str, int]  # (device, address): equal for views of one storage
+    is_model_state: bool  # a parameter or buffer (or a view of one)
+
+
+@dataclass
+class SavedTensorLog:
+    """What `record_saved_tensors` saw: every packed tensor, and the totals that matter."""
+
+    entries: list[SavedTensor] = field(default_factory=list)
+
+    @property
+    def activations(self) -> list[SavedTensor]:
+        """Packed tensors that are not model state, one per storage."""
+        unique: dict[tuple[str, int], SavedTensor] = {}
+        for entry in self.entries:
+            if not entry.is_model_state:
+                unique.setdefault(entry.storage, entry)
+        return list(unique.values())
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of saved activations, each storage counted once."""
+        return sum(entry.nbytes for entry in self.activations)
+
+
+def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
+    return (str(tensor.device), tensor.untyped_storage().data_ptr())
+
+
+@contextmanager
+def record_saved_tensors(model: torch.nn.Module | None = None) -> Iterator[SavedTensorLog]:
+    """Record every tensor autograd saves for backward inside the block.
+
+    Tensors sharing storage with `model`'s parameters or buffers are marked as model state.
+    The tensors themselves are still saved as usual: recording changes nothing in the step.
+    """
+    state = set()
+    if model is not None:
+        state = {_storage_key(t) for t in (*model.parameters(), *model.buffers())}
+    log = SavedTensorLog()
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        key = _storage_key(tensor)
+        log.entries.append(
+            SavedTensor(
+                shape=tuple(tensor.shape),
+                dtype=tensor.dtype,
+                nbytes=tensor.untyped_storage().nbytes(),
+                storage=key,
+                is_model_state=key in state,
+            )
+        )
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        yield log
+
+
+def _forward(model: torch.nn.Module, batch) -> object:
+    if isinstance(batch, Mapping):
+        return model(**batch)
+    if isinstance(batch, tuple | list):
+        return model(*batch)
+    return model(batch)
+
+
+def _tensors_in(batch) -> list[torch.Tensor]:
+    values = batch.values() if isinstance(batch, Mapping) else batch if isinstance(batch, tuple | list) else [batch]
+    return [value for value in values if isinstance(value, torch.Tensor)]
+
+
+def _zero_grads(model: torch.nn.Module, batch) -> None:
+    model.zero_grad(set_to_none=True)
+    for tensor in _tensors_in(batch):
+        if tensor.is_leaf and tensor.requires_grad:
+            tensor.grad = None
+
+
+def _loss_of(outputs, loss_fn: Callable | None) -> torch.Tensor:
+    if loss_fn is not None:
+        return loss_fn(outputs)
+    loss = getattr(outputs, "loss", None)
+    if loss is not None:
+        return loss
+    if isinstance(outputs, torch.Tensor):
+        return outputs.float().sum()
+    raise ValueError(
+        "The model's output has no .loss and is not a tensor: pass loss_fn=... to say how to get a loss "
+        "(or include labels in the batch)."
+    )
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """One training step, measured. Divide two reports (`b / a`) to compare them as ratios."""
+
+    saved_bytes: int  # activations saved for backward (unique storages, model state excluded)
+    saved_tensors: int  # how many unique activation storages that is
+    flops: int  # forward + backward, as counted by torch.utils.flop_counter
+    forward_flops: int
+    seconds: float  # wall time of forward + backward
+    peak_bytes: int | None  # torch.cuda.max_memory_allocated during the step; None off CUDA
+    device: str
+    training: bool  # the model's mode: checkpointing only happens in training mode
+
+    def rows(self) -> list[tuple[str, str]]:
+        peak = "n/a (not CUDA)" if self.peak_bytes is None else format_bytes(self.peak_bytes)
+        return [
+            ("saved activations", f"{format_bytes(self.saved_bytes)} in {self.saved_tensors} tensors"),
+            ("FLOPs (fwd + bwd)", format_flops(self.flops)),
+            ("FLOPs (forward)", format_flops(self.forward_flops)),
+            ("time", f"{self.seconds * 1e3:,.1f} ms"),
+            ("peak GPU memory", peak),
+            ("device / mode", f"{self.device} / {'train' if self.training else 'eval'}"),
+        ]
+
+    def __str__(self) -> str:
+        return _table("step", self.rows())
+
+    def _repr_html_(self) -> str:
+        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in self.rows())
+        return f"<table><tr><th>step</th><th></th></tr>{body}</table>"
+
+    def __truediv__(self, other: StepReport) -> StepComparison:
+        if not isinstance(other, StepReport):
+            return NotImplemented
+        return StepComparison(self, other)
+
+
+@dataclass(frozen=True)
+class StepComparison:
+    """`new / base`, figure by figure (e.g. checkpointed / plain)."""
+
+    new: StepReport
+    base: StepReport
+
+    @property
+    def saved_bytes(self) -> float:
+        return _ratio(self.new.saved_bytes, self.base.saved_bytes)
+
+    @property
+    def flops(self) -> float:
+        return _ratio(self.new.flops, self.base.flops)
+
+    @property
+    def seconds(self) -> float:
+        return _ratio(self.new.seconds, self.base.seconds)
+
+    @property
+    def peak_bytes(self) -> float | None:
+        if self.new.peak_bytes is None or self.base.peak_bytes is None:
+            return None
+        return _ratio(self.new.peak_bytes, self.base.peak_bytes)
+
+    @property
+    def saved_reduction(self) -> float:
+        """Fraction of saved activation bytes removed: 1 - new / base."""
+        return 1.0 - self.saved_bytes
+
+    def rows(self) -> list[tuple[str, str]]:
+        rows = [
+            ("saved activations", f"{self.saved_bytes:.3f}x ({self.saved_reduction:.1%} fewer bytes)"),
+            ("FLOPs", f"{self.flops:.3f}x"),
+            ("time", f"{self.seconds:.2f}x"),
+        ]
+        if self.peak_bytes is not None:
+            rows.append(("peak GPU memory", f"{self.peak_bytes:.3f}x"))
+        return rows
+
+    def __str__(self) -> str:
+        return _table("ratio (new / base)", self.rows())
+
+
+def _ratio(new: float, base: float) -> float:
+    return new / base if base else float("nan")
+
+
+def _table(title: str, rows: list[tuple[str, str]]) -> str:
+    width = max(len(title), *(len(k) for k, _ in rows))
+    lines = [f"{title:<{width}}  value", f"{'-' * width}  -----"]
+    lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    return "\n".join(lines)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure_step(
+    model: torch.nn.Module,
+    batch,
+    loss_fn: Callable | None = None,
+) -> StepReport:
+    """Run one forward + backward pass of `model` on `batch` and measure it.
+
+    `batch` is a dict (called as `model(**batch)`), a tuple (`model(*batch)`) or one tensor.
+    The loss is `loss_fn(outputs)` if given, else `outputs.loss`, else `outputs.sum()`.
+    The step runs twice: once under the counters, once plain for the time and peak memory.
+    Gradients (of parameters and of leaf inputs) are reset before each, so after the call `.grad`
+    holds one step's gradients, drawn
+    with the caller's random state (as if the step had run once, unmeasured).
+    The model's mode is respected: in `eval()` mode checkpointing keeps everything (lesson 1 shows it).
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"measure_step needs a torch.nn.Module, got {type(model).__name__}.")
+    parameter = next(model.parameters(), None)
+    device = parameter.device if parameter is not None else torch.device("cpu")
+
+    # Pass 1 counts (the counters slow the step down, so it is not timed). Its random numbers
+    # (dropout) are drawn from a forked generator, so pass 2 sees the caller's state.
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        _zero_grads(model, batch)
+        with FlopCounterMode(display=False) as counter:
+            with record_saved_tensors(model) as log:
+                loss = _loss_of(_forward(model, batch), loss_fn)
+            forward_flops = counter.get_total_flops()
+            _check_loss(loss)
+            loss.backward()
+    del loss
+
+    # Pass 2 is a plain step: timed, and on CUDA its peak memory read.
+    _zero_grads(model, batch)
+    on_cuda = device.type == "cuda"
+    if on_cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    _sync(device)
+    start = time.perf_counter()
+    _loss_of(_forward(model, batch), loss_fn).backward()
+    _sync(device)
+    seconds = time.perf_counter() - start
+
+    return StepReport(
+        saved_bytes=log.total_bytes,
+        saved_tensors=len(log.activations),
+        flops=counter.get_total_flops(),
+        forward_flops=forward_flops,
+        seconds=seconds,
+        peak_bytes=torch.cuda.max_memory_allocated(device) if on_cuda else None,
+        device=str(device),
+        training=model.training,
+    )
+
+
+def _check_loss(loss: torch.Tensor) -> None:
+    if not loss.requires_grad:
+        raise RuntimeError(
+            "The loss does not require grad, so there is nothing to measure in backward: "
+            "check that the model has trainable parameters and that no torch.no_grad() is active."
+        )

@@ -1,0 +1,48 @@
+"""Models for the lessons: a tiny BERT built from a config (offline), and hub checkpoints (online)."""
+
+from __future__ import annotations
+
+from transformers import BertConfig, BertForSequenceClassification
+
+# Sized so that one training step on a batch of 8 x 32 tokens takes milliseconds on a laptop CPU,
+# while keeping BERT's structure (embeddings, N encoder layers, pooler, classifier).
+TINY_BERT = dict(
+    hidden_size=64,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=256,
+    max_position_embeddings=128,
+)
+
+
+def tiny_bert(num_labels: int = 2, **overrides) -> BertForSequenceClassification:
+    """A freshly initialised `BertForSequenceClassification` small enough for a CPU.
+
+    Keyword arguments override `BertConfig` fields (e.g. `num_hidden_layers=12`).
+    The vocabulary defaults to the course tokenizer's. Used by every lesson.
+    """
+    if num_labels < 1:
+        raise ValueError(f"num_labels must be at least 1, got {num_labels}.")
+    if "vocab_size" not in overrides:
+        from effitrain_lessons.data import load_tokenizer
+
+        overrides["vocab_size"] = len(load_tokenizer())
+    settings = {**TINY_BERT, **overrides}
+    try:
+        return BertForSequenceClassification(BertConfig(num_labels=num_labels, **settings))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"These settings do not make a valid BERT ({error}); check the names and sizes.") from None
+
+
+def load(name: str, num_labels: int = 2):
+    """Load a hub checkpoint such as 'bert-base-uncased' for sequence classification (needs a network).
+
+    Used by the lessons' "bigger model" switch. Offline, it fails with one sentence that
+    points to `tiny_bert()`.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    from effitrain_lessons.hub import require_hub
+
+    require_hub(repr(name), "models.tiny_bert()")
+    return AutoModelForSequenceClassification.from_pretrained(name, num_labels=num_labels)
