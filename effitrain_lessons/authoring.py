@@ -1,0 +1,489 @@
+"""Build the committed lesson editions from their Otter Assign masters (`effitrain build`).
+
+Each lesson has one source, `lessons/NN_<name>.ipynb`: an Otter Assign master notebook (lesson
+cells plus question blocks holding solutions, public tests and `# HIDDEN` tests). The build runs
+Otter Assign on a copy of it in a temporary folder, then cleans and places what otter made:
+
+    notebooks/NN_<name>.ipynb            learner edition: solutions replaced by `...`, public tests
+    notebooks/solutions/NN_<name>.ipynb  solution edition: solutions, public and hidden tests
+    autograder/NN_<name>/                otter's autograder zip, unpacked (hidden tests included)
+
+Every edition starts with the setup cell below (one home: `setup_cell_source`), then otter's
+`grader = otter.Notebook("NN_<name>.ipynb")` cell. Tests live in the notebook's metadata, which
+otter reads from the notebook file in the kernel's working folder: the notebook's own folder under
+JupyterLab and nbval. Colab keeps the notebook off disk and otter insists on a `tests/` folder
+there, so on Colab the setup cell calls `fetch_tests`, which downloads the edition and writes its
+tests as files.
+
+Editions are clean and deterministic (no outputs, no execution counts, no per-run metadata, cell
+ids kept from the source or derived from content), so building twice gives identical bytes, and
+`build(check=True)` can tell whether the committed files are up to date.
+
+Writing an exercise in a lesson source (Otter Assign's format; see 00_start_here for one):
+
+    raw cell       # BEGIN QUESTION / name: q_short / points: 1
+    markdown       the question
+    raw cell       # BEGIN SOLUTION
+    code           answer = compute()  # SOLUTION        (learners see `answer = ...`)
+    raw cell       # END SOLUTION
+    raw cell       # BEGIN TESTS
+    code           assert isinstance(answer, int)        (public: shown to learners)
+    code           # HIDDEN  then  assert answer == 42   (hidden: autograder and solution edition)
+    raw cell       # END TESTS
+    raw cell       # END QUESTION
+
+Tests are doctests made from the test cells (otter's OK format): keep them to `assert`s with a
+message, and avoid helper variables (they would land in the learner's namespace). Cells after an
+exercise must not use its answer: learner editions run top to bottom unanswered under nbval.
+The shared otter settings are `ASSIGNMENT_CONFIG`; a lesson may override them in its own
+`# ASSIGNMENT CONFIG` raw cell, except the settings that name files (lessons use bundled data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import pprint
+import re
+import sys
+import tempfile
+import time
+import urllib.request
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPOSITORY = "effitrain/effitrain-lessons"
+"""The GitHub slug of this repository (the setup cell installs the package from it on Colab)."""
+
+PIP_REQUIREMENT = f"effitrain-lessons @ git+https://github.com/{REPOSITORY}"
+RAW_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/HEAD"
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The repository checkout this module lives in."""
+
+LESSONS_DIR = "lessons"
+LEARNER_DIR = "notebooks"
+SOLUTIONS_DIR = "notebooks/solutions"
+AUTOGRADER_DIR = "autograder"
+LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")
+
+SETUP_CELL_ID = "setup"
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# Per-cell metadata worth keeping; everything else (execution timings, scroll state, ...) is dropped.
+CELL_METADATA_KEPT = ("deletable", "editable", "jupyter", "otter", "tags")
+# Notebook metadata copied from the source when present (Colab's GPU runtime request).
+NOTEBOOK_METADATA_KEPT = ("accelerator",)
+
+# Otter Assign settings shared by every lesson, put in a config cell in front of the source (a
+# lesson's own `# ASSIGNMENT CONFIG` cell comes later, so it can override them).
+ASSIGNMENT_CONFIG = {
+    "init_cell": True,  # otter's `grader = otter.Notebook("NN_<name>.ipynb")` cell
+    "check_all_cell": False,  # each question already has its own check cell
+    "export_cell": False,  # submission zips need a PDF toolchain; instructors collect notebooks
+    "run_tests": False,  # no execution at build time: nbval and tests/test_editions.py run them
+    "solutions_pdf": False,
+    "template_pdf": False,
+    "save_environment": False,
+    "tests": {"files": False, "ok_format": True},  # tests in notebook metadata, OK (doctest) format
+    "generate": {"show_stdout": True},  # the autograder: run by Gradescope or `otter grade`
+    "requirements": [PIP_REQUIREMENT],  # the grading image needs the course package
+    "overwrite_requirements": False,
+    "python_version": "3.11",  # the interpreter constraints.txt is tested with
+}
+UNSUPPORTED_LESSON_CONFIG = ("files", "autograder_files", "student_files", "config_file", "environment")
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One file the build wrote, would write, or found out of place."""
+
+    path: str  # relative to the repository root, with forward slashes
+    reason: str  # "stale", "missing", "extra", "orphan", "written" or "removed"
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.reason})"
+
+
+def lesson_names(root: Path = ROOT) -> list[str]:
+    """The lessons in `root/lessons/`, sorted: names like '00_start_here'."""
+    folder = Path(root) / LESSONS_DIR
+    if not folder.is_dir():
+        return []
+    return sorted(p.stem for p in folder.glob("*.ipynb") if LESSON_NAME.fullmatch(p.stem))
+
+
+def edition_paths(name: str) -> dict[str, str]:
+    """Where a lesson's editions go, relative to the repository root."""
+    return {
+        "learner": f"{LEARNER_DIR}/{name}.ipynb",
+        "solution": f"{SOLUTIONS_DIR}/{name}.ipynb",
+        "autograder": f"{AUTOGRADER_DIR}/{name}",
+    }
+
+
+def setup_cell_source(edition: str) -> str:
+    """The first cell of every edition; `edition` is its path in the repository."""
+    return f'''\
+# Setup (the same in every lesson): run this cell first.
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:  # Colab starts without the course package: install it
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{PIP_REQUIREMENT}"], check=True)
+
+try:
+    import effitrain_lessons
+except ImportError:
+    raise ImportError(
+        "The effitrain_lessons package is not installed in this notebook's Python: run `make lab` "
+        "in the effitrain-lessons repository (or `pip install -e .` there) and open the notebook again."
+    ) from None
+
+if "google.colab" in sys.modules:  # Colab keeps this notebook off disk: fetch its checks' tests
+    from effitrain_lessons.authoring import fetch_tests
+
+    fetch_tests("{edition}")'''
+
+
+def fetch_tests(edition: str, base_url: str = RAW_URL, folder: str | os.PathLike = ".") -> list[str]:
+    """Download an edition and write what otter's `Notebook` needs where the notebook is not on disk.
+
+    Used by the setup cell on Colab only: otter reads the notebook file (for its metadata) and, on
+    Colab, insists on a `tests/` folder. Writes `<folder>/<name>.ipynb` and one test file per
+    question in `<folder>/tests/`; returns the question names.
+    """
+    url = f"{base_url.rstrip('/')}/{edition}"
+    with urllib.request.urlopen(url, timeout=60) as response:
+        raw = response.read()
+    notebook = json.loads(raw)
+    folder = Path(folder)
+    (folder / "tests").mkdir(parents=True, exist_ok=True)
+    (folder / Path(edition).name).write_bytes(raw)
+    otter_metadata = notebook.get("metadata", {}).get("otter", {})
+    ok_format = otter_metadata.get("OK_FORMAT", True)
+    tests = otter_metadata.get("tests", {})
+    for question, test in tests.items():
+        if ok_format:
+            text = "OK_FORMAT = True\n\ntest = " + pprint.pformat(test, indent=4, width=200) + "\n"
+        else:
+            text = test  # exception-based tests are stored as the test file's source
+        (folder / "tests" / f"{question}.py").write_text(text, encoding="utf-8")
+    return sorted(tests)
+
+
+def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None) -> list[Difference]:
+    """Build the editions of `lessons` (default: every lesson in `root/lessons/`).
+
+    With `check=False`, writes the files that changed and returns them ("written"/"removed").
+    With `check=True`, writes nothing and returns the committed files that are stale, missing or
+    extra, plus editions without a source ("orphan", only when building every lesson): an empty
+    list means the committed editions are up to date.
+    """
+    root = Path(root)
+    available = lesson_names(root)
+    names = available if lessons is None else [resolve_lesson(x, available) for x in lessons]
+    differences: list[Difference] = []
+    for name in names:
+        rendered = render_lesson(root / LESSONS_DIR / f"{name}.ipynb")
+        differences += _compare(root, name, rendered) if check else _write(root, name, rendered)
+    if lessons is None:
+        differences += _orphans(root, set(available))
+    return differences
+
+
+def resolve_lesson(text: str, available: list[str]) -> str:
+    """A lesson name from '00_start_here', 'lessons/00_start_here.ipynb' or '00'."""
+    stem = Path(text).stem
+    if stem in available:
+        return stem
+    matches = [name for name in available if name.split("_", 1)[0] == stem]
+    if len(matches) == 1:
+        return matches[0]
+    known = ", ".join(available) or "none"
+    raise ValueError(f"There is no lesson {text!r} in {LESSONS_DIR}/ (lessons: {known}).")
+
+
+def render_lesson(source: Path) -> dict[str, bytes]:
+    """Run Otter Assign on one master and return every output file, keyed by repository path."""
+    source = Path(source)
+    name = source.stem
+    master = _read_notebook(source)
+    paths = edition_paths(name)
+    with tempfile.TemporaryDirectory(prefix="effitrain-build-") as temp:
+        temp = Path(temp)
+        _write_master(master, temp / f"{name}.ipynb", name)
+        _run_otter_assign(temp / f"{name}.ipynb", temp / "dist")
+        student = _read_notebook(temp / "dist" / "student" / f"{name}.ipynb")
+        autograder = _read_notebook(temp / "dist" / "autograder" / f"{name}.ipynb")
+        zips = sorted((temp / "dist" / "autograder").glob("*.zip"))
+        if len(zips) != 1:
+            raise RuntimeError(f"Otter Assign made {len(zips)} autograder zips for {name}; expected one.")
+        with zipfile.ZipFile(zips[0]) as archive:
+            members = {
+                info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()
+            }
+        machine_paths = {str(temp), str(temp.resolve()), str(source.resolve().parent.parent)}
+
+    source_ids = [cell.get("id") for cell in master["cells"]]
+    rendered = {
+        paths["learner"]: _notebook_bytes(_clean(student, master, paths["learner"], source_ids)),
+        paths["solution"]: _notebook_bytes(_clean(autograder, master, paths["solution"], source_ids)),
+    }
+    for member, data in sorted(members.items()):
+        rendered[f"{paths['autograder']}/{member}"] = data
+    for path, data in rendered.items():
+        _ensure_no_machine_paths(path, data, machine_paths)
+    return rendered
+
+
+def pack_autograder(name: str, destination: str | os.PathLike, root: Path = ROOT) -> Path:
+    """Zip `autograder/<name>/` into an autograder zip for `otter grade -a` or Gradescope.
+
+    Entries are sorted and carry a fixed timestamp, so the same folder always gives the same bytes.
+    """
+    folder = Path(root) / AUTOGRADER_DIR / name
+    if not folder.is_dir():
+        raise FileNotFoundError(f"There is no {AUTOGRADER_DIR}/{name}/: run `make notebooks` first.")
+    destination = Path(destination)
+    with zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return destination
+
+
+def main_build(argv: list[str] | None = None) -> int:
+    """`effitrain build [--check] [LESSON ...]`: the CLI's build subcommand. Returns the exit code."""
+    parser = argparse.ArgumentParser(
+        prog="effitrain build",
+        description="Build the learner editions (notebooks/), the solution editions (notebooks/solutions/) "
+        "and the autograder material (autograder/) from the Otter Assign masters in lessons/.",
+    )
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to build, e.g. 00_start_here (default: all)")
+    parser.add_argument("--check", action="store_true", help="only report committed files that are stale or missing")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    start = time.perf_counter()
+    try:
+        differences = build(check=args.check, lessons=args.lessons or None)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - start
+    for difference in differences:
+        print(difference)
+    orphans = sum(d.reason == "orphan" for d in differences)
+    if orphans:
+        print(f"{orphans} edition(s) have no source in {LESSONS_DIR}/: delete them or restore their lesson.", file=sys.stderr)
+    if args.check and differences:
+        print(f"{len(differences)} file(s) out of date: run `make notebooks` and commit the result.", file=sys.stderr)
+        return 1
+    count = len(args.lessons) if args.lessons else len(lesson_names())
+    verdict = "up to date" if args.check else f"{len(differences) - orphans} file(s) changed"
+    print(f"Built {count} lesson(s) in {seconds:.1f} s: {verdict}.")
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Otter Assign
+
+
+def _write_master(master: dict, path: Path, name: str) -> None:
+    """Write the source with the shared config cell in front, where Otter Assign will read it."""
+    import nbformat
+    import yaml
+
+    for cell in master["cells"]:
+        text = _source(cell).strip()
+        if cell["cell_type"] == "markdown" and text.startswith("```otter") and text.endswith("```"):
+            text = text[len("```otter") : -3].strip()
+        if re.match(r"#\s+assignment\s+config", text, re.IGNORECASE):
+            config = yaml.safe_load(text) or {}
+            bad = sorted(set(config) & set(UNSUPPORTED_LESSON_CONFIG))
+            if bad:
+                raise ValueError(
+                    f"{LESSONS_DIR}/{name}.ipynb sets {', '.join(bad)} in its ASSIGNMENT CONFIG: the build "
+                    "runs otter on a copy of the notebook alone, so lessons use the package's bundled data."
+                )
+    config = {"name": name, **ASSIGNMENT_CONFIG}
+    cell = nbformat.v4.new_raw_cell("# ASSIGNMENT CONFIG\n" + yaml.safe_dump(config, sort_keys=True))
+    cell["id"] = "effitrain-assignment-config"
+    notebook = nbformat.from_dict(json.loads(json.dumps(master)))
+    notebook["cells"].insert(0, cell)
+    nbformat.write(notebook, str(path))
+
+
+def _run_otter_assign(master: Path, result: Path) -> None:
+    import otter.assign
+
+    # Otter Assign changes the working folder while it runs; put it back whatever happens.
+    cwd = os.getcwd()
+    try:
+        otter.assign.main(str(master), str(result), no_pdfs=True, no_run_tests=True)
+    finally:
+        os.chdir(cwd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cleaning
+
+
+def _clean(notebook: dict, master: dict, edition: str, source_ids: list[str | None]) -> dict:
+    """A copy of an otter-made notebook with the setup cell in front and nothing run-specific."""
+    cells = []
+    for cell in notebook["cells"]:
+        kept = {
+            "cell_type": cell["cell_type"],
+            "id": cell.get("id"),
+            "metadata": {k: cell["metadata"][k] for k in CELL_METADATA_KEPT if k in cell.get("metadata", {})},
+            "source": _source(cell),
+        }
+        if cell["cell_type"] == "code":
+            kept["execution_count"] = None
+            kept["outputs"] = []
+        elif cell.get("attachments"):
+            kept["attachments"] = cell["attachments"]
+        cells.append(kept)
+
+    setup = {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": SETUP_CELL_ID,
+        "metadata": {"deletable": False, "editable": False},
+        "outputs": [],
+        "source": setup_cell_source(edition),
+    }
+    cells.insert(0, setup)
+    _assign_ids(cells, {i for i in source_ids if i})
+
+    metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    for key in NOTEBOOK_METADATA_KEPT:
+        if key in master.get("metadata", {}):
+            metadata[key] = master["metadata"][key]
+    if "otter" in notebook.get("metadata", {}):
+        metadata["otter"] = notebook["metadata"]["otter"]
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _assign_ids(cells: list[dict], source_ids: set[str]) -> None:
+    """Keep ids that come from the source; give the cells otter added ids derived from content."""
+    taken: set[str] = set()
+    for cell in cells:
+        if cell["id"] == SETUP_CELL_ID and cell["source"].startswith("# Setup"):
+            wanted = SETUP_CELL_ID
+        elif cell["id"] in source_ids:
+            wanted = cell["id"]
+        else:
+            wanted = _derived_id(cell)
+        unique, n = wanted, 1
+        while unique in taken:
+            n += 1
+            unique = f"{wanted}-{n}"
+        cell["id"] = unique
+        taken.add(unique)
+
+
+def _derived_id(cell: dict) -> str:
+    source = cell["source"]
+    if source.startswith("# Initialize Otter"):
+        return "otter-init"
+    match = re.fullmatch(r'grader\.check\("([A-Za-z0-9_-]+)"\)', source.strip())
+    if match:
+        return f"check-{match.group(1)}"[:64]
+    digest = hashlib.sha256(f"{cell['cell_type']}\n{source}".encode()).hexdigest()
+    return f"{cell['cell_type']}-{digest[:10]}"
+
+
+def _notebook_bytes(notebook: dict) -> bytes:
+    import nbformat
+
+    node = nbformat.from_dict(notebook)
+    nbformat.validate(node)
+    return (nbformat.writes(node, version=4) + "\n").encode("utf-8")
+
+
+def _ensure_no_machine_paths(path: str, data: bytes, folders: set[str]) -> None:
+    """Fail if a path of this machine (the checkout, the build folder) leaked into an output."""
+    text = data.decode("utf-8", errors="replace")
+    for folder in sorted(folders):
+        if len(folder) > 1 and folder in text:
+            raise RuntimeError(f"The build put a path of this machine ({folder}) into {path}.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparing and writing
+
+
+def _read_notebook(path: Path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _source(cell: dict) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else source
+
+
+def _committed(root: Path, name: str) -> dict[str, Path]:
+    """The files now in place for one lesson, keyed by repository path."""
+    paths = edition_paths(name)
+    found = {}
+    for key in ("learner", "solution"):
+        if (root / paths[key]).is_file():
+            found[paths[key]] = root / paths[key]
+    folder = root / paths["autograder"]
+    if folder.is_dir():
+        for file in folder.rglob("*"):
+            if file.is_file() and "__pycache__" not in file.parts:
+                found[file.relative_to(root).as_posix()] = file
+    return found
+
+
+def _compare(root: Path, name: str, rendered: dict[str, bytes]) -> list[Difference]:
+    committed = _committed(root, name)
+    differences = []
+    for path, data in rendered.items():
+        if path not in committed:
+            differences.append(Difference(path, "missing"))
+        elif committed[path].read_bytes() != data:
+            differences.append(Difference(path, "stale"))
+    differences += [Difference(path, "extra") for path in sorted(set(committed) - set(rendered))]
+    return differences
+
+
+def _write(root: Path, name: str, rendered: dict[str, bytes]) -> list[Difference]:
+    committed = _committed(root, name)
+    differences = []
+    for path, data in rendered.items():
+        target = root / path
+        if path in committed and committed[path].read_bytes() == data:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        differences.append(Difference(path, "written"))
+    for path in sorted(set(committed) - set(rendered)):
+        (root / path).unlink()
+        differences.append(Difference(path, "removed"))
+    folder = root / edition_paths(name)["autograder"]
+    for directory in sorted((d for d in folder.rglob("*") if d.is_dir()), reverse=True):
+        if not any(directory.iterdir()):
+            directory.rmdir()
+    return differences
+
+
+def _orphans(root: Path, names: set[str]) -> list[Difference]:
+    """Editions whose lesson source is gone (reported, never deleted: remove them by hand)."""
+    found = []
+    for folder in (LEARNER_DIR, SOLUTIONS_DIR):
+        for path in sorted((root / folder).glob("*.ipynb")):
+            if LESSON_NAME.fullmatch(path.stem) and path.stem not in names:
+                found.append(Difference(path.relative_to(root).as_posix(), "orphan"))
+    if (root / AUTOGRADER_DIR).is_dir():
+        for path in sorted((root / AUTOGRADER_DIR).iterdir()):
+            if path.is_dir() and LESSON_NAME.fullmatch(path.name) and path.name not in names:
+                found.append(Difference(path.relative_to(root).as_posix() + "/", "orphan"))
+    return found

@@ -1,0 +1,267 @@
+"""The committed lesson editions: up to date with lessons/, clean, and their exercise checks work offline.
+
+`effitrain build` (effitrain_lessons.authoring) makes, from each Otter Assign master in lessons/,
+a learner edition (notebooks/), a solution edition (notebooks/solutions/) and the autograder
+material (autograder/). nbval runs every edition top to bottom; these tests check the rest.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import zipfile
+
+import pytest
+
+from effitrain_lessons import authoring
+
+ROOT = authoring.ROOT
+LESSONS = authoring.lesson_names()
+SAMPLE = "00_start_here"  # the orientation lesson: its exercise needs no earlier cell
+EDITIONS = [(name, kind) for name in LESSONS for kind in ("learner", "solution")]
+MACHINE_PATHS = ("/root/", "/tmp/", "/work/", "/home/", "C:\\\\")
+SOLUTION_TAG, ANSWER_TAG = "otter_assign_solution_cell", "otter_answer_cell"
+
+
+def read(name: str, kind: str) -> dict:
+    return json.loads((ROOT / authoring.edition_paths(name)[kind]).read_text(encoding="utf-8"))
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_there_is_a_lesson_and_it_has_an_exercise():
+    assert SAMPLE in LESSONS
+    assert read(SAMPLE, "learner")["metadata"]["otter"]["tests"], "the sample lesson lost its exercise"
+
+
+def test_committed_editions_are_up_to_date():
+    differences = authoring.build(check=True)
+    assert differences == [], "run `make notebooks` and commit: " + ", ".join(map(str, differences))
+
+
+def test_the_check_reports_a_modified_a_missing_and_an_extra_file(tmp_path):
+    for folder in ("lessons", "notebooks", "autograder"):
+        shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns(".OTTER_LOG", ".ipynb_checkpoints"))
+    paths = authoring.edition_paths(SAMPLE)
+    learner = tmp_path / paths["learner"]
+    learner.write_text(learner.read_text(encoding="utf-8").replace("tensor_bytes = ...", "tensor_bytes = 1"), encoding="utf-8")
+    hidden_tests = sorted((tmp_path / paths["autograder"] / "tests").glob("*.py"))
+    hidden_tests[0].unlink()
+    (tmp_path / paths["autograder"] / "stray.txt").write_text("left over\n")
+
+    found = {(d.path, d.reason) for d in authoring.build(check=True, root=tmp_path, lessons=[SAMPLE])}
+
+    assert found == {
+        (paths["learner"], "stale"),
+        (hidden_tests[0].relative_to(tmp_path).as_posix(), "missing"),
+        (f"{paths['autograder']}/stray.txt", "extra"),
+    }
+    assert authoring.build(check=True, root=tmp_path, lessons=[SAMPLE]), "check mode must not write"
+
+
+def test_building_twice_gives_the_same_bytes():
+    source_path = ROOT / "lessons" / f"{SAMPLE}.ipynb"
+    assert authoring.render_lesson(source_path) == authoring.render_lesson(source_path)
+
+
+@pytest.mark.parametrize("name, kind", EDITIONS)
+def test_editions_are_clean(name, kind):
+    text = (ROOT / authoring.edition_paths(name)[kind]).read_text(encoding="utf-8")
+    notebook = json.loads(text)
+    for marker in MACHINE_PATHS:
+        assert marker not in text, f"a machine path ({marker}) in the {kind} edition of {name}"
+    assert set(notebook["metadata"]) <= {"kernelspec", "language_info", "otter", "accelerator"}
+    assert notebook["metadata"]["language_info"] == {"name": "python"}  # no interpreter version
+    ids = [cell["id"] for cell in notebook["cells"]]
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in ids)
+    for cell in notebook["cells"]:
+        assert set(cell["metadata"]) <= set(authoring.CELL_METADATA_KEPT)
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None
+    # Ids come from the source where the cell does; the cells the build adds get fixed ones.
+    assert ids[:2] == ["setup", "otter-init"]
+    lesson_ids = {cell["id"] for cell in json.loads((ROOT / "lessons" / f"{name}.ipynb").read_text())["cells"]}
+    for cell in notebook["cells"][2:]:
+        derived = re.fullmatch(r"check-.+|(code|markdown|raw)-[0-9a-f]{10}(-\d+)?", cell["id"])
+        assert cell["id"] in lesson_ids or derived, cell["id"]
+
+
+@pytest.mark.parametrize("name, kind", EDITIONS)
+def test_every_edition_starts_with_the_setup_cell(name, kind):
+    first = read(name, kind)["cells"][0]
+    assert first["cell_type"] == "code"
+    assert source(first) == authoring.setup_cell_source(authoring.edition_paths(name)[kind])
+    assert 'if "google.colab" in sys.modules:' in source(first)
+    assert (
+        'subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
+        f'"effitrain-lessons @ git+https://github.com/{authoring.REPOSITORY}"], check=True)'
+    ) in source(first)
+    assert not re.search(r"^\s*[%!]", source(first), flags=re.MULTILINE), "no IPython magics"
+    second = read(name, kind)["cells"][1]
+    assert source(second).endswith(f'grader = otter.Notebook("{name}.ipynb")')
+
+
+def test_the_setup_cell_says_in_one_sentence_what_to_do_without_the_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "effitrain_lessons", None)  # makes the import fail
+    with pytest.raises(ImportError) as raised:
+        exec(authoring.setup_cell_source(f"notebooks/{SAMPLE}.ipynb"), {})
+    message = str(raised.value)
+    assert "not installed" in message and "make lab" in message and "pip install" in message
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+def solution_lines(notebook: dict) -> list[str]:
+    """The code the solution edition has and the learner edition must not (markers stripped)."""
+    lines, inside = [], False
+    for cell in notebook["cells"]:
+        if SOLUTION_TAG not in cell["metadata"].get("tags", []):
+            continue
+        for line in source(cell).splitlines():
+            if line.rstrip().endswith("# END SOLUTION"):
+                inside = False
+            elif inside or line.rstrip().endswith("# SOLUTION"):
+                code = re.sub(r"\s*# ?SOLUTION$", "", line).strip()
+                if code:
+                    lines.append(code)
+            elif "# BEGIN SOLUTION" in line:
+                inside = True
+    return lines
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_learner_edition_has_no_solutions_and_no_hidden_tests(name):
+    learner_text = (ROOT / authoring.edition_paths(name)["learner"]).read_text(encoding="utf-8")
+    learner, solution = read(name, "learner"), read(name, "solution")
+    solutions = solution_lines(solution)
+    hidden = [
+        case["code"]
+        for test in solution["metadata"]["otter"]["tests"].values()
+        for suite in test["suites"]
+        for case in suite["cases"]
+        if case["hidden"]
+    ]
+    if name == SAMPLE:
+        assert "tensor_bytes = 8 * 32 * 64 * 4" in solutions and hidden
+    for line in solutions:
+        assert json.dumps(line)[1:-1] not in learner_text, f"solution code in the learner edition: {line}"
+    assert not any(SOLUTION_TAG in c["metadata"].get("tags", []) for c in learner["cells"])
+    assert any(ANSWER_TAG in c["metadata"].get("tags", []) for c in learner["cells"]) == bool(solutions)
+    for test in learner["metadata"]["otter"]["tests"].values():
+        for suite in test["suites"]:
+            assert not any(case["hidden"] for case in suite["cases"])
+    for code in hidden:
+        assert json.dumps(code)[1:-1] not in learner_text
+
+
+# Runs the setup cell, otter's init cell, the answer cells and the check cells of two editions, each
+# in a fresh kernel whose working folder holds a copy of the edition (as under nbval or JupyterLab),
+# side by side, and prints what each `grader.check` displayed. Started in a namespace without a network where the
+# machine allows it, so the checks are shown to need none.
+EXECUTE = textwrap.dedent(
+    """
+    import asyncio, json, shutil, sys, tempfile
+    from pathlib import Path
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    TAGS = {"otter_answer_cell", "otter_assign_solution_cell"}
+
+    async def run(edition, folder):
+        shutil.copy(edition, Path(folder) / edition.name)
+        notebook = nbformat.read(edition, as_version=4)
+        notebook.cells = [
+            cell for cell in notebook.cells
+            if cell.cell_type == "code"
+            and (cell.id in ("setup", "otter-init") or TAGS & set(cell.metadata.get("tags", []))
+                 or cell.source.startswith("grader.check("))
+        ]
+        client = NotebookClient(notebook, timeout=120, kernel_name="python3",
+                                resources={"metadata": {"path": folder}})
+        await client.async_execute()
+        return {
+            cell.source: "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+            for cell in notebook.cells if cell.source.startswith("grader.check(")
+        }
+
+    async def main(editions):
+        with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+            results = await asyncio.gather(*(run(e, f) for e, f in zip(editions, (a, b))))
+        return {str(e): r for e, r in zip(editions, results)}
+
+    print(json.dumps(asyncio.run(main([Path(p) for p in sys.argv[1:3]]))))
+    """
+)
+
+
+def without_network() -> list[str]:
+    if shutil.which("unshare") and shutil.which("ip"):
+        if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+            return ["unshare", "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"']
+    return []  # no namespace here: the checks read the notebook's metadata, never a URL
+
+
+def test_exercise_checks_fail_unanswered_and_pass_with_the_solution_offline():
+    paths = authoring.edition_paths(SAMPLE)
+    learner, solution = ROOT / paths["learner"], ROOT / paths["solution"]
+    done = subprocess.run(
+        [*without_network(), sys.executable, "-c", EXECUTE, str(learner), str(solution)],
+        capture_output=True, text=True, timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+
+    learner_checks, solution_checks = results[str(learner)], results[str(solution)]
+    assert list(learner_checks) == list(solution_checks) == ['grader.check("q_bytes")']
+    unanswered, answered = learner_checks['grader.check("q_bytes")'], solution_checks['grader.check("q_bytes")']
+    assert "q_bytes results:" in unanswered and "Test case failed" in unanswered
+    assert "All test cases passed" not in unanswered
+    assert answered == "q_bytes results: All test cases passed!"  # public and hidden tests
+
+
+def test_autograder_material_holds_the_hidden_test(tmp_path):
+    from otter.test_files import create_test_file
+    from otter.nbmeta_config import NBMetadataConfig
+
+    folder = ROOT / authoring.edition_paths(SAMPLE)["autograder"]
+    assert {"run_autograder", "run_otter.py", "setup.sh", "environment.yml", "otter_config.json"} <= {
+        p.name for p in folder.iterdir()
+    }
+    assert authoring.PIP_REQUIREMENT in (folder / "environment.yml").read_text()
+    assert json.loads((folder / "otter_config.json").read_text())["assignment_name"] == SAMPLE
+
+    test_file = folder / "tests" / "q_bytes.py"
+    test = create_test_file(str(test_file), NBMetadataConfig())
+    assert any(case.hidden for case in test.test_cases)
+    right, wrong_but_an_int = {"tensor_bytes": 8 * 32 * 64 * 4}, {"tensor_bytes": 8 * 32 * 64}
+    test.run(right)
+    assert test.passed_all
+    test = create_test_file(str(test_file), NBMetadataConfig())
+    test.run(wrong_but_an_int)
+    assert test.passed_all_public and not test.passed_all  # only the hidden test catches it
+
+    # Packed for `otter grade -a` / Gradescope: same folder, same bytes.
+    first = authoring.pack_autograder(SAMPLE, tmp_path / "a.zip")
+    second = authoring.pack_autograder(SAMPLE, tmp_path / "b.zip")
+    assert first.read_bytes() == second.read_bytes()
+    with zipfile.ZipFile(first) as archive:
+        assert "tests/q_bytes.py" in archive.namelist()
+
+
+def test_on_colab_the_setup_cell_can_fetch_the_tests_without_a_notebook_on_disk(tmp_path):
+    from otter.test_files import create_test_file
+    from otter.nbmeta_config import NBMetadataConfig
+
+    edition = authoring.edition_paths(SAMPLE)["learner"]
+    questions = authoring.fetch_tests(edition, base_url=ROOT.as_uri(), folder=tmp_path)
+    assert questions == ["q_bytes"]
+    assert (tmp_path / f"{SAMPLE}.ipynb").read_bytes() == (ROOT / edition).read_bytes()
+    test = create_test_file(str(tmp_path / "tests" / "q_bytes.py"), NBMetadataConfig())
+    assert not any(case.hidden for case in test.test_cases)  # the learner edition's tests only
+    test.run({"tensor_bytes": 8 * 32 * 64 * 4})
+    assert test.passed_all
