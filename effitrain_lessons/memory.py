@@ -294,3 +294,75 @@ def _check_loss(loss: torch.Tensor) -> None:
             "The loss does not require grad, so there is nothing to measure in backward: "
             "check that the model has trainable parameters and that no torch.no_grad() is active."
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# What training holds in memory, by kind (lesson 1's opening figure)
+
+
+@dataclass(frozen=True)
+class TrainingMemory:
+    """The memory one training step holds, by kind, in bytes. Used by lesson 1."""
+
+    parameters: int
+    gradients: int
+    optimizer_state: int
+    activations: int  # saved for backward, as `measure_step` counts them
+
+    def parts(self) -> dict[str, int]:
+        return {
+            "parameters": self.parameters,
+            "gradients": self.gradients,
+            "optimizer state": self.optimizer_state,
+            "activations": self.activations,
+        }
+
+    @property
+    def total(self) -> int:
+        return sum(self.parts().values())
+
+    def __str__(self) -> str:
+        rows = [(name, f"{format_bytes(n)} ({n / self.total:.0%})") for name, n in self.parts().items()]
+        return _table("training memory", rows)
+
+
+def _unique_bytes(tensors) -> int:
+    storages = {}
+    for tensor in tensors:
+        storages.setdefault(_storage_key(tensor), tensor.untyped_storage().nbytes())
+    return sum(storages.values())
+
+
+def training_memory(
+    model: torch.nn.Module,
+    batch,
+    loss_fn: Callable | None = None,
+    make_optimizer: Callable | None = None,
+) -> TrainingMemory:
+    """Measure what one training step of `model` on `batch` holds in memory, by kind.
+
+    Runs on a copy of `model` (the model itself is left as it was): parameters; their gradients
+    after one backward pass; the optimizer's state after one step (`make_optimizer(parameters)`,
+    AdamW by default, which keeps two moments per parameter); the activations saved for backward
+    (counted as `measure_step` counts them). Each storage is counted once.
+    """
+    import copy
+
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"training_memory needs a torch.nn.Module, got {type(model).__name__}.")
+    model = copy.deepcopy(model)
+    with record_saved_tensors(model) as log:
+        loss = _loss_of(_forward(model, batch), loss_fn)
+    _check_loss(loss)
+    loss.backward()
+    del loss
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = (make_optimizer or (lambda params: torch.optim.AdamW(params, lr=1e-3)))(trainable)
+    optimizer.step()
+    state = [t for s in optimizer.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    return TrainingMemory(
+        parameters=_unique_bytes(model.parameters()),
+        gradients=_unique_bytes(p.grad for p in trainable if p.grad is not None),
+        optimizer_state=_unique_bytes(state),
+        activations=log.total_bytes,
+    )

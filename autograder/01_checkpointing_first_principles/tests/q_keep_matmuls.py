@@ -1,0 +1,50 @@
+OK_FORMAT = True
+
+test = {   'name': 'q_keep_matmuls',
+    'points': 3,
+    'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
+                                               '>>> from torch.utils.checkpoint import CheckpointPolicy, SelectiveCheckpointContext\n'
+                                               '>>> ctx = SelectiveCheckpointContext(is_recompute=False)\n'
+                                               '>>> def answer(op):\n'
+                                               '...     decision = keep_matmuls(ctx, op)\n'
+                                               '...     if isinstance(decision, bool):\n'
+                                               '...         decision = CheckpointPolicy.MUST_SAVE if decision else CheckpointPolicy.PREFER_RECOMPUTE\n'
+                                               '...     return decision\n'
+                                               ">>> assert answer(torch.ops.aten.mm.default) in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE), 'keep the mm outputs'\n"
+                                               ">>> assert answer(torch.ops.aten.relu.default) in (CheckpointPolicy.MUST_RECOMPUTE, CheckpointPolicy.PREFER_RECOMPUTE), 'recompute the rest'\n",
+                                       'hidden': False,
+                                       'locked': False},
+                                   {   'code': '>>> assert isinstance(predicted_recomputations, dict), \'predicted_recomputations should be a dict like {"mm": 0, "relu": 0}\'\n'
+                                               '>>> assert set(predicted_recomputations) == {\'mm\', \'relu\'}, \'predict for exactly two ops: "mm" and "relu"\'\n'
+                                               ">>> assert all((isinstance(n, int) and n >= 0 for n in predicted_recomputations.values())), 'counts are whole numbers'\n"
+                                               ">>> assert isinstance(predicted_kept_bytes, (int, float)) and predicted_kept_bytes >= 0, 'predicted_kept_bytes is a number of bytes'\n",
+                                       'hidden': False,
+                                       'locked': False},
+                                   {   'code': '>>> from functools import partial\n'
+                                               '>>> import torch\n'
+                                               '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
+                                               '>>> from effitrain_lessons.checkpointing import trace_step, two_matmuls, two_matmuls_inputs\n'
+                                               '>>> test_inputs = two_matmuls_inputs(batch=16, width=32, hidden=96, seed=3)\n'
+                                               '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
+                                               'context_fn=partial(create_selective_checkpoint_contexts, keep_matmuls)), test_inputs)\n'
+                                               ">>> assert traced.recomputations('mm') == 0 and traced.recomputations('relu') == 1\n"
+                                               '>>> plain = trace_step(two_matmuls, test_inputs)\n'
+                                               '>>> for name in plain.gradients:\n'
+                                               '...     torch.testing.assert_close(traced.gradients[name], plain.gradients[name])\n',
+                                       'hidden': True,
+                                       'locked': False},
+                                   {   'code': '>>> from functools import partial\n'
+                                               '>>> import torch\n'
+                                               '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
+                                               '>>> from effitrain_lessons.checkpointing import keep_ops_policy, trace_step, two_matmuls, two_matmuls_inputs\n'
+                                               '>>> reference = keep_ops_policy([torch.ops.aten.mm.default])\n'
+                                               '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
+                                               'context_fn=partial(create_selective_checkpoint_contexts, reference)), two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0))\n'
+                                               ">>> assert dict(predicted_recomputations) == {'mm': traced.recomputations('mm'), 'relu': traced.recomputations('relu')}\n"
+                                               '>>> assert abs(predicted_kept_bytes - traced.kept_bytes) <= 0.01 * traced.kept_bytes\n',
+                                       'hidden': True,
+                                       'locked': False}],
+                      'scored': True,
+                      'setup': '',
+                      'teardown': '',
+                      'type': 'doctest'}]}

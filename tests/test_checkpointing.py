@@ -1,0 +1,395 @@
+"""Lesson 1's measurements: what A + B = C keeps and recomputes, the deep stack, the pitfalls, the figures."""
+
+import warnings
+from functools import partial
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
+
+from effitrain_lessons import checkpointing as ckpt
+from effitrain_lessons import viz
+from effitrain_lessons.authoring import ROOT, edition_paths
+from effitrain_lessons.memory import measure_step, record_saved_tensors, training_memory
+
+LESSON = "01_checkpointing_first_principles"
+FLOAT32 = 4
+
+
+def abc_none(x, weight):
+    return ckpt.abc(x, weight)
+
+
+def abc_full(x, weight):
+    return checkpoint(ckpt.abc, x, weight, use_reentrant=False)
+
+
+def abc_selective(x, weight, policy=None):
+    policy = policy or ckpt.keep_ops_policy([ckpt.B_COSTLY_OP])
+    return checkpoint(ckpt.abc, x, weight, use_reentrant=False,
+                      context_fn=partial(create_selective_checkpoint_contexts, policy))
+
+
+@pytest.fixture(scope="module")
+def traces():
+    inputs = ckpt.abc_inputs(batch=16, width=32, seed=0)
+    return {
+        name: ckpt.trace_step(forward, inputs, names=ckpt.ABC_OPS)
+        for name, forward in {"none": abc_none, "full": abc_full, "selective": abc_selective}.items()
+    }
+
+
+# --- A + B = C ------------------------------------------------------------------------------
+
+
+def test_recompute_counts_none_full_selective(traces):
+    counts = {name: (t.recomputations("A"), t.recomputations("B"), t.recomputations("C")) for name, t in traces.items()}
+    assert counts == {"none": (0, 0, 0), "full": (1, 1, 0), "selective": (1, 0, 0)}
+    for trace in traces.values():
+        assert trace.forward_runs["A"] == trace.forward_runs["B"] == trace.forward_runs["C"] == 1
+
+
+def test_kept_bytes_order_none_selective_full(traces):
+    one = 16 * 32 * FLOAT32  # A and B have x's shape
+    kept = {name: t.kept_bytes for name, t in traces.items()}
+    assert kept == {"none": 2 * one, "selective": one, "full": 0}
+    assert kept["none"] > kept["selective"] > kept["full"]
+    assert {r.name for r in traces["none"].kept} == {"A", "B"}
+    assert {r.name for r in traces["selective"].kept} == {"B"}
+
+
+def test_without_checkpointing_autograd_saves_a_and_b(traces):
+    saved = {r.name: r for r in traces["none"].saved}
+    assert {"x", "weight", "A", "B"} == set(saved)
+    assert saved["A"].shape == saved["B"].shape == (16, 32) and saved["A"].nbytes == 16 * 32 * FLOAT32
+    assert not saved["x"].made_in_forward and saved["A"].made_in_forward
+
+
+def test_gradients_are_identical_in_all_three_cases(traces):
+    for name in ("x", "weight"):
+        torch.testing.assert_close(traces["full"].gradients[name], traces["none"].gradients[name])
+        torch.testing.assert_close(traces["selective"].gradients[name], traces["none"].gradients[name])
+
+
+def test_flops_full_checkpointing_adds_b_once_selective_adds_nothing(traces):
+    b_flops = 2 * 16 * 32 * 32
+    assert traces["none"].flops == 3 * b_flops  # forward, and the two gradients of the matmul
+    assert traces["full"].flops == 4 * b_flops
+    assert traces["selective"].flops == 3 * b_flops
+
+
+def test_hooks_and_liveness_agree_where_hooks_see_everything(traces):
+    for name in ("none", "full"):
+        assert traces[name].saved_bytes == traces[name].kept_bytes
+    assert traces["selective"].saved_bytes == 0  # the cache is invisible to saved-tensor hooks...
+    assert traces["selective"].kept_bytes > 0  # ...but still in memory
+
+
+def test_what_selective_keeps_matches_what_the_policy_answered_must_save():
+    inputs = ckpt.abc_inputs(batch=8, width=16)
+    policy, log = ckpt.log_policy(ckpt.keep_ops_policy([ckpt.B_COSTLY_OP]))
+    trace = ckpt.trace_step(lambda x, w: abc_selective(x, w, policy), inputs, names=ckpt.ABC_OPS)
+    assert log.kept == [("mm", (8, 16), 8 * 16 * FLOAT32)]
+    assert trace.kept_bytes == log.kept_bytes
+
+
+def test_a_python_counter_miscounts_selective_recomputation_the_dispatch_counter_does_not():
+    calls = []
+
+    def counted_abc(x, weight):
+        calls.append("B")  # counts every run of the Python function
+        return ckpt.abc(x, weight)
+
+    inputs = ckpt.abc_inputs(batch=8, width=16)
+    trace = ckpt.trace_step(
+        lambda x, w: checkpoint(counted_abc, x, w, use_reentrant=False,
+                                context_fn=partial(create_selective_checkpoint_contexts, ckpt.keep_ops_policy([ckpt.B_COSTLY_OP]))),
+        inputs, names=ckpt.ABC_OPS,
+    )
+    assert len(calls) == 2  # the function body ran again in backward...
+    assert trace.recomputations("B") == 0  # ...but the matmul came from the cache
+
+
+def test_reentrant_checkpoint_reruns_the_whole_function():
+    trace = ckpt.trace_step(lambda x, w: checkpoint(ckpt.abc, x, w, use_reentrant=True),
+                            ckpt.abc_inputs(batch=8, width=16), names=ckpt.ABC_OPS)
+    assert (trace.recomputations("A"), trace.recomputations("B"), trace.recomputations("C")) == (1, 1, 1)
+
+
+def test_a_sum_keeps_neither_a_nor_b():
+    trace = ckpt.trace_step(lambda x, w: ckpt.compute_a(x) + ckpt.compute_b(x, w), ckpt.abc_inputs(8, 16), names=ckpt.ABC_OPS)
+    assert trace.kept_bytes == 0
+
+
+def test_statuses_follow_the_measurements(traces):
+    assert [traces["none"].status(n) for n in "ABC"] == ["stored", "stored", "deleted"]
+    assert [traces["full"].status(n) for n in "ABC"] == ["recomputed", "recomputed", "deleted"]
+    assert [traces["selective"].status(n) for n in "ABC"] == ["recomputed", "stored", "deleted"]
+
+
+def test_trace_step_leaves_one_steps_gradients_and_the_random_state_alone():
+    inputs = ckpt.abc_inputs(batch=8, width=16)
+    torch.manual_seed(5)
+    expected = torch.rand(1)
+    torch.manual_seed(5)
+    trace = ckpt.trace_step(abc_full, inputs)
+    assert torch.rand(1) == expected
+    torch.testing.assert_close(inputs["weight"].grad, trace.gradients["weight"])
+
+
+def test_two_matmuls_keep_matmuls_recomputes_only_relu():
+    inputs = ckpt.two_matmuls_inputs()
+    policy = ckpt.keep_ops_policy([torch.ops.aten.mm.default])
+    trace = ckpt.trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
+                                                  context_fn=partial(create_selective_checkpoint_contexts, policy)), inputs)
+    assert trace.recomputed == {"relu": 1}
+
+
+def test_the_printed_tables_name_the_tensors(traces):
+    text = str(traces["selective"])
+    assert "something the hooks do not see" in text and "A x1" in text
+    table = ckpt.compare_traces({"none": traces["none"], "full": traces["full"]})
+    assert "x1.333" in table and "B recomputed" in table
+    assert "def abc(" in ckpt.abc_source()
+
+
+# --- the deep stack --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    stack = ckpt.deep_stack(n_blocks=16, width=64, seed=0)
+    return ckpt.sweep_segments(stack, ckpt.stack_input(stack, batch=16), repeats=1)
+
+
+def test_full_checkpointing_flops_ratio_is_about_one_extra_forward(sweep):
+    assert 1.30 <= sweep.flops_ratio(16) <= 1.36
+
+
+def test_stack_memory_follows_chen_and_is_least_at_sqrt_n(sweep):
+    assert sweep.ks == [1, 2, 4, 8, 16]
+    for k in sweep.ks:
+        assert sweep.row(k).kept_bytes == ckpt.chen_memory(16, k) * sweep.unit_bytes
+        assert sweep.flops_ratio(k) == pytest.approx(ckpt.chen_flops_ratio(k), abs=0.02)
+    assert sweep.best_k == 4 == sweep.sqrt_n
+    assert "k = 4: keeps" in sweep.describe(4)
+
+
+def test_one_checkpoint_per_block_keeps_the_inputs_and_the_plain_stack_the_outputs(sweep):
+    # Each block saves one tensor of its input's size, so checkpointing every block gains nothing here.
+    assert sweep.row(16).kept_bytes == sweep.row(1).kept_bytes
+
+
+def test_sweep_restores_the_thread_count():
+    before = torch.get_num_threads()
+    stack = ckpt.deep_stack(n_blocks=4, width=8)
+    ckpt.sweep_segments(stack, ckpt.stack_input(stack, batch=2), repeats=1)
+    assert torch.get_num_threads() == before
+
+
+# --- the pitfalls ----------------------------------------------------------------------------
+
+
+def test_in_eval_mode_checkpointing_saves_as_much_as_no_checkpointing():
+    from effitrain_lessons.models import tiny_bert
+
+    torch.manual_seed(0)
+    model = tiny_bert(num_hidden_layers=2)
+    batch = {"input_ids": torch.randint(0, 100, (2, 16)), "labels": torch.tensor([0, 1])}
+    saved = {}
+    for mode in ("train", "eval"):
+        getattr(model, mode)()
+        for on in (False, True):
+            model.activation_checkpointing_enable() if on else model.activation_checkpointing_disable()
+            with record_saved_tensors(model) as log:
+                model(**batch)
+            saved[mode, on] = log.total_bytes
+    assert saved["eval", True] == saved["eval", False]
+    assert saved["train", True] < 0.5 * saved["train", False]
+
+
+def test_reentrant_with_no_input_requiring_grad_gives_no_gradients():
+    body, head = ckpt.deep_stack(n_blocks=2, width=8), torch.nn.Linear(8, 2)
+    x = torch.randn(4, 8)
+    with pytest.warns(UserWarning, match="requires_grad"):
+        loss = head(checkpoint(body, x, use_reentrant=True)).sum()
+    loss.backward()
+    assert all(p.grad is None for p in body.parameters())
+    assert all(p.grad is not None for p in head.parameters())
+    head(checkpoint(body, x, use_reentrant=False)).sum().backward()
+    assert all(p.grad is not None for p in body.parameters())
+
+
+# --- bad arguments ---------------------------------------------------------------------------
+
+
+def test_policy_needs_op_overloads():
+    with pytest.raises(TypeError, match=r"aten\.mm\.default"):
+        ckpt.keep_ops_policy([torch.ops.aten.mm])
+    with pytest.raises(TypeError, match="torch.ops.aten.mm.default"):
+        ckpt.keep_ops_policy(["mm"])
+    policy = ckpt.keep_ops_policy(torch.ops.aten.mm.default)  # one op is fine too
+    assert policy(None, torch.ops.aten.mm.default) is CheckpointPolicy.MUST_SAVE
+    assert policy(None, torch.ops.aten.sin.default) is CheckpointPolicy.PREFER_RECOMPUTE
+    with pytest.raises(TypeError, match="policy function"):
+        ckpt.log_policy("keep B")
+
+
+def test_trace_step_errors_say_what_to_do():
+    x = torch.randn(2, 3, requires_grad=True)
+    with pytest.raises(TypeError, match="function or module"):
+        ckpt.trace_step(42, {"x": x})
+    with pytest.raises(TypeError, match="dict of named tensors"):
+        ckpt.trace_step(torch.sin, [x])
+    with pytest.raises(TypeError, match="`return`"):
+        ckpt.trace_step(lambda x: None, {"x": x})
+    with pytest.raises(RuntimeError, match="requires_grad=True"):
+        ckpt.trace_step(torch.sin, {"x": torch.randn(2, 3)})
+
+
+def test_sizes_and_segments_are_checked():
+    with pytest.raises(ValueError, match="n_blocks must be a whole number of at least 1"):
+        ckpt.deep_stack(0)
+    with pytest.raises(ValueError, match="batch"):
+        ckpt.abc_inputs(batch=0)
+    stack = ckpt.deep_stack(n_blocks=4, width=8)
+    x = ckpt.stack_input(stack, batch=2)
+    with pytest.raises(ValueError, match="between 1 and the number of blocks"):
+        ckpt.sweep_segments(stack, x, segments=[0, 2])
+    with pytest.raises(ValueError, match="between 1 and the number of blocks"):
+        ckpt.sweep_segments(stack, x, segments=[8])
+    with pytest.raises(TypeError, match="Sequential"):
+        ckpt.sweep_segments([torch.nn.Linear(8, 8)], x)
+    sweep = ckpt.sweep_segments(stack, x, segments=[2], repeats=1)
+    assert sweep.ks == [1, 2]  # k = 1, the baseline, is always measured
+    with pytest.raises(ValueError, match="was not measured"):
+        sweep.row(3)
+
+
+# --- training memory -------------------------------------------------------------------------
+
+
+def test_training_memory_counts_each_kind_and_leaves_the_model_alone():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+    before = [p.detach().clone() for p in model.parameters()]
+    x = torch.randn(8, 16)
+    memory = training_memory(model, x)
+    n_bytes = sum(p.numel() for p in model.parameters()) * FLOAT32
+    assert memory.parameters == memory.gradients == n_bytes
+    assert memory.optimizer_state == 2 * n_bytes + 4 * FLOAT32  # two moments, and one step counter per tensor
+    assert memory.activations == measure_step(model, x).saved_bytes
+    for p, b in zip(model.parameters(), before):
+        assert torch.equal(p, b)
+    assert "activations" in str(memory)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        training_memory(lambda x: x, x)
+
+
+# --- figures ---------------------------------------------------------------------------------
+
+
+def test_figures_are_returned_closed(traces, sweep):
+    figures = [
+        viz.plot_checkpoint_graph(traces),
+        viz.plot_checkpoint_graph(traces["full"]),
+        viz.plot_segments_tradeoff(sweep, highlight=4),
+        viz.plot_memory_breakdown({"batch 8": training_memory(torch.nn.Linear(4, 2), torch.randn(3, 4))}),
+    ]
+    assert len(figures[0].axes) == 3
+    assert plt.get_fignums() == []  # closed: a notebook shows each once, as the cell's value
+    with pytest.raises(TypeError, match="trace_step"):
+        viz.plot_checkpoint_graph({"a": 1})
+    with pytest.raises(ValueError, match="at least one"):
+        viz.plot_memory_breakdown({})
+
+
+def test_segments_explorer_shows_a_figure_and_redraws_it(sweep, monkeypatch):
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(("update", obj))
+
+    def fake_display(obj, display_id=False):
+        shown.append(("display", obj))
+        return Handle() if display_id else None
+
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    slider = viz.segments_explorer(sweep)
+    assert slider.value == 4  # nearest to sqrt(16)
+    assert [kind for kind, _ in shown] == ["display", "display"]
+    assert shown[0][1].__class__.__name__ == "Figure"
+    slider.value = 16
+    assert shown[-1][0] == "update" and "k = 16" in shown[-1][1]._suptitle.get_text()
+    with pytest.raises(ValueError, match="was not measured"):
+        viz.segments_explorer(sweep, k=3)
+
+
+# --- the lesson's graded exercises grade measured behaviour ----------------------------------
+
+
+def run_test_file(question, namespace):
+    path = ROOT / edition_paths(LESSON)["autograder"] / "tests" / f"{question}.py"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # otter's own deprecation warnings, and the reentrant answer's
+        from otter.nbmeta_config import NBMetadataConfig
+        from otter.test_files import create_test_file
+
+        test = create_test_file(str(path), NBMetadataConfig())
+        test.run(namespace)
+    return test
+
+
+def block_namespace(answer):
+    block = ckpt.mlp_block(width=64, hidden=256, seed=0)
+    namespace = {"torch": torch, "checkpoint": checkpoint, "block": block,
+                 "x_block": torch.randn(32, 64, requires_grad=True)}
+    namespace["checkpointed_block"] = lambda x: answer(block, x)
+    return namespace
+
+
+def test_exercise_1_passes_non_reentrant_checkpointing_only():
+    right = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=False)))
+    assert right.passed_all
+    reentrant = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=True)))
+    assert reentrant.passed_all_public and not reentrant.passed_all  # a hidden test catches it
+    plain = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: b(x)))
+    assert not plain.passed_all_public
+
+
+def test_exercise_2_grades_the_policy_and_the_predictions_by_measuring():
+    mm = torch.ops.aten.mm.default
+
+    def keep_matmuls(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.MUST_SAVE if op == mm else CheckpointPolicy.PREFER_RECOMPUTE
+
+    def grade(policy, recomputations=None, kept_bytes=(32 * 128 + 32 * 64) * FLOAT32):
+        namespace = {"torch": torch, "CheckpointPolicy": CheckpointPolicy, "keep_matmuls": policy,
+                     "predicted_recomputations": recomputations or {"mm": 0, "relu": 1},
+                     "predicted_kept_bytes": kept_bytes}
+        return run_test_file("q_keep_matmuls", namespace)
+
+    assert grade(keep_matmuls).passed_all
+    assert grade(lambda ctx, op, *a, **k: op == mm).passed_all  # policies may answer True / False
+    for wrong_prediction in (grade(keep_matmuls, {"mm": 2, "relu": 1}), grade(keep_matmuls, kept_bytes=32 * 128 * FLOAT32)):
+        assert wrong_prediction.passed_all_public and not wrong_prediction.passed_all
+    assert not grade(lambda *a, **k: CheckpointPolicy.MUST_SAVE).passed_all_public
+
+
+def test_selective_can_keep_more_than_no_checkpointing():
+    # What exercise 2 asks to predict: the cache keeps both matmul outputs, the last one needed by no one.
+    inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128)
+    policy = ckpt.keep_ops_policy([torch.ops.aten.mm.default])
+    kept = ckpt.trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
+                                                 context_fn=partial(create_selective_checkpoint_contexts, policy)), inputs)
+    plain = ckpt.trace_step(ckpt.two_matmuls, inputs)
+    assert plain.kept_bytes == 32 * 128 * FLOAT32  # relu's output
+    assert kept.kept_bytes == (32 * 128 + 32 * 64) * FLOAT32 > plain.kept_bytes
