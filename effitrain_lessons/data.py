@@ -7,15 +7,15 @@ readable in any text editor) and a WordPiece tokenizer trained on them. Both are
 this module: `python -m effitrain_lessons.data --rebuild` regenerates them, always
 identically, from a small English grammar of companies, officials, numbers, places and times.
 
-Used by every lesson: `load_mrpc` to look at the data, `tokenized_mrpc` to train on it,
-`load_tokenizer` (also through `models.tiny_bert`) to read and write token ids.
+Used by every lesson: lesson 00 meets the data with `load_mrpc`; the lessons that train
+(01 onwards) take `tokenized_mrpc`; `load_tokenizer` turns text into token ids and sets the
+vocabulary size of `models.tiny_bert`. `source="hub"` is the online switch to the real MRPC.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 from importlib.resources import files
@@ -25,21 +25,26 @@ import datasets
 import transformers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from effitrain_lessons.hub import require_hub
+
 SOURCES = ("bundled", "hub")
-SPLITS = {"train": 2400, "validation": 300, "test": 300}
-POSITIVE_SHARE = 0.66  # MRPC's train split has 68 % equivalent pairs
-SEED = 2024
-MAX_PAIR_WORDS = 29  # 32 tokens minus [CLS] and two [SEP]
-SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-LABEL_NAMES = ["not_equivalent", "equivalent"]
-FEATURES = datasets.Features(
-    {
-        "sentence1": datasets.Value("string"),
-        "sentence2": datasets.Value("string"),
-        "label": datasets.ClassLabel(names=LABEL_NAMES),
-        "idx": datasets.Value("int32"),
-    }
-)
+LABEL_NAMES = ("not_equivalent", "equivalent")
+_SPLIT_SIZES = (("train", 2400), ("validation", 300), ("test", 300))
+_POSITIVE_SHARE = 0.66  # MRPC's train split has 68 % equivalent pairs
+_SEED = 2024
+_MAX_PAIR_WORDS = 29  # fits max_length=32 with [CLS] and two [SEP]
+_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def _features() -> datasets.Features:
+    return datasets.Features(
+        {
+            "sentence1": datasets.Value("string"),
+            "sentence2": datasets.Value("string"),
+            "label": datasets.ClassLabel(names=list(LABEL_NAMES)),
+            "idx": datasets.Value("int32"),
+        }
+    )
 
 
 def _data_dir() -> Path:
@@ -54,59 +59,64 @@ def _data_dir() -> Path:
 # single changed word gives the label away.
 # ---------------------------------------------------------------------------
 
-COMPANIES = [
+_COMPANIES = (
     "Norcom", "Vantex", "Belltech", "Corvale", "Dynafield", "Halcyon", "Kestrel", "Lumora",
     "Maxtel", "Orbisco", "Pellmark", "Quantis", "Redwater", "Silverline", "Tarnwell", "Zentrix",
-]
-PEOPLE = [
+)
+_PEOPLE = (
     "Senator Hale", "Senator Brandt", "Judge Moreno", "Judge Kowalski", "Mayor Lind",
     "Mayor Castillo", "Governor Park", "Governor Whitman", "Minister Okafor", "Chairman Reyes",
-]
-PLACES = [
+)
+_PLACES = (
     "Chicago", "London", "Madrid", "Denver", "Seattle", "Boston", "Paris", "Tokyo",
     "Sydney", "Toronto", "Houston", "Berlin", "Atlanta", "Dublin", "Miami", "Oslo",
-]
-# Each time has its wordings; the first must read well after a comma at the start.
-TIMES = [
-    ["on Monday", "Monday"], ["on Tuesday", "Tuesday"], ["on Wednesday", "Wednesday"],
-    ["on Thursday", "Thursday"], ["on Friday", "Friday"],
-    ["last week", "a week ago"], ["last month", "a month ago"], ["last year", "a year ago"],
-]
-NUMBER_WORDS = {
+)
+# Each time has its wordings; the first must read well at the start of a sentence.
+_TIMES = (
+    ("on Monday", "Monday"), ("on Tuesday", "Tuesday"), ("on Wednesday", "Wednesday"),
+    ("on Thursday", "Thursday"), ("on Friday", "Friday"),
+    ("last week", "a week ago"), ("last month", "a month ago"), ("last year", "a year ago"),
+)
+_NUMBER_WORDS = {
     2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
     10: "ten", 11: "eleven", 12: "twelve", 15: "fifteen", 20: "twenty", 30: "thirty",
     40: "forty", 50: "fifty",
 }
-HUNDREDS = [200, 300, 400, 500, 600, 700, 800, 900]
-QUARTERS = ["first", "second", "third", "fourth"]
+_SMALL_NUMBERS = tuple(_NUMBER_WORDS)
+_HUNDREDS = (200, 300, 400, 500, 600, 700, 800, 900)
+_QUARTERS = ("first", "second", "third", "fourth")
 
-# Verb senses: past tense wordings, base forms (after "did not") and past participles
-# (for the passive). The passive is only offered for one-word wordings.
-BUY = {"past": ["bought", "acquired", "purchased"], "base": ["buy", "acquire", "purchase"]}
-STAKE_ACTIONS = {"buy": BUY, "sell": {"past": ["sold", "divested"], "base": ["sell", "divest"]}}
-LEGAL_ACTIONS = {
-    "sue": {"past": ["sued", "filed a lawsuit against"], "base": ["sue", "file a lawsuit against"], "pp": ["sued"]},
-    "criticize": {"past": ["criticized", "condemned"], "base": ["criticize", "condemn"], "pp": ["criticized", "condemned"]},
-    "praise": {"past": ["praised", "commended"], "base": ["praise", "commend"], "pp": ["praised", "commended"]},
-    "meet": {"past": ["met with", "held talks with"], "base": ["meet with", "hold talks with"], "pp": []},
+# Verb senses with aligned wordings: past tense, base form (after "did not") and, where
+# a passive reads well, past participle.
+_STAKE_ACTIONS = {
+    "buy": {"past": ("bought", "acquired", "purchased"), "base": ("buy", "acquire", "purchase")},
+    "sell": {"past": ("sold", "divested"), "base": ("sell", "divest")},
 }
-LEGAL_OPPOSITE = {"criticize": "praise", "praise": "criticize"}
-METRICS = {"profit": ["profit", "earnings", "net income"], "sales": ["sales", "revenue"]}
-MOVES = {"up": ["rose", "climbed", "increased", "grew"], "down": ["fell", "dropped", "declined", "slipped"]}
-JOB_ACTIONS = {"cut": ["cut", "eliminate"], "add": ["add", "create"]}
-JOB_PARTICIPLES = {"cut": ["cut", "eliminated"], "add": ["added", "created"]}
-POLICE_ACTIONS = ["arrested", "detained"]
+_LEGAL_ACTIONS = {
+    "sue": {"past": ("sued", "filed a lawsuit against"), "base": ("sue", "file a lawsuit against"), "pp": ("sued",)},
+    "criticize": {
+        "past": ("criticized", "condemned"), "base": ("criticize", "condemn"), "pp": ("criticized", "condemned")
+    },
+    "praise": {"past": ("praised", "commended"), "base": ("praise", "commend"), "pp": ("praised", "commended")},
+    "meet": {"past": ("met with", "held talks with"), "base": ("meet with", "hold talks with"), "pp": ()},
+}
+_LEGAL_OPPOSITE = {"criticize": "praise", "praise": "criticize"}
+_METRICS = {"profit": ("profit", "earnings", "net income"), "sales": ("sales", "revenue")}
+_MOVES = {"up": ("rose", "climbed", "increased", "grew"), "down": ("fell", "dropped", "declined", "slipped")}
+_JOB_ACTIONS = {"cut": ("cut", "eliminate"), "add": ("add", "create")}
+_JOB_PARTICIPLES = {"cut": ("cut", "eliminated"), "add": ("added", "created")}
+_POLICE_ACTIONS = ("arrested", "detained")
 
 
-def _pick(style: dict, key: str, options: list):
+def _pick(style: dict, key: str, options):
     return options[style.get(key, 0) % len(options)]
 
 
 def _number(value: int, style: dict, key: str = "numfmt") -> str:
-    if value in NUMBER_WORDS and _pick(style, key, [0, 1]):
-        return NUMBER_WORDS[value]
+    if value in _NUMBER_WORDS and _pick(style, key, [0, 1]):
+        return _NUMBER_WORDS[value]
     if value >= 100 and _pick(style, key, [0, 1]):
-        return NUMBER_WORDS[value // 100] + " hundred"
+        return _NUMBER_WORDS[value // 100] + " hundred"
     return str(value)
 
 
@@ -123,7 +133,7 @@ def _a(phrase: str) -> str:
 
 
 def _time(meaning: dict, style: dict, fronted: bool = False) -> str:
-    wordings = TIMES[meaning["time"]]
+    wordings = _TIMES[meaning["time"]]
     return wordings[0] if fronted else _pick(style, "time", wordings)
 
 
@@ -133,11 +143,13 @@ def _sentence(text: str) -> str:
 
 
 def _render_stake(m: dict, style: dict) -> str:
-    action = STAKE_ACTIONS[m["action"]]
-    obj = _pick(style, "obj", [f"{_percent(m['n'], style)} of {m['b']}", f"{_a(_percent(m['n'], style))} stake in {m['b']}"])
+    action = _STAKE_ACTIONS[m["action"]]
+    share = _percent(m["n"], style)
+    obj = _pick(style, "obj", [f"{share} of {m['b']}", f"{_a(share)} stake in {m['b']}"])
     past = _pick(style, "verb", action["past"])  # also the past participle for these verbs
     if m["neg"]:
-        verb, passive, reported = "did not " + _pick(style, "verb", action["base"]), "was not " + past, "had not " + past
+        base = _pick(style, "verb", action["base"])
+        verb, passive, reported = "did not " + base, "was not " + past, "had not " + past
     else:
         verb, passive, reported = past, "was " + past, past
     time = _time(m, style)
@@ -151,7 +163,7 @@ def _render_stake(m: dict, style: dict) -> str:
 
 
 def _render_legal(m: dict, style: dict) -> str:
-    action = LEGAL_ACTIONS[m["action"]]
+    action = _LEGAL_ACTIONS[m["action"]]
     if m["neg"]:
         verb = "did not " + _pick(style, "verb", action["base"])
     else:
@@ -168,8 +180,8 @@ def _render_legal(m: dict, style: dict) -> str:
 
 
 def _render_earnings(m: dict, style: dict) -> str:
-    metric = _pick(style, "metric", METRICS[m["metric"]])
-    move = _pick(style, "verb", MOVES[m["move"]])
+    metric = _pick(style, "metric", _METRICS[m["metric"]])
+    move = _pick(style, "verb", _MOVES[m["move"]])
     pct = _percent(m["n"], style)
     q = m["quarter"]
     forms = [
@@ -182,8 +194,8 @@ def _render_earnings(m: dict, style: dict) -> str:
 
 
 def _render_jobs(m: dict, style: dict) -> str:
-    verb = _pick(style, "verb", JOB_ACTIONS[m["action"]])
-    participle = _pick(style, "verb", JOB_PARTICIPLES[m["action"]])
+    verb = _pick(style, "verb", _JOB_ACTIONS[m["action"]])
+    participle = _pick(style, "verb", _JOB_PARTICIPLES[m["action"]])
     will = "will not" if m["neg"] else "will"
     n = _number(m["n"], style)
     forms = [
@@ -196,7 +208,7 @@ def _render_jobs(m: dict, style: dict) -> str:
 
 
 def _render_police(m: dict, style: dict) -> str:
-    verb = _pick(style, "verb", POLICE_ACTIONS)
+    verb = _pick(style, "verb", _POLICE_ACTIONS)
     n = _number(m["n"], style)
     time = _time(m, style)
     forms = [
@@ -209,33 +221,33 @@ def _render_police(m: dict, style: dict) -> str:
 
 
 def _new_stake(rng: random.Random) -> dict:
-    a, b = rng.sample(COMPANIES, 2)
+    a, b = rng.sample(_COMPANIES, 2)
     return {"kind": "stake", "a": a, "b": b, "action": rng.choice(["buy", "buy", "sell"]),
-            "n": rng.choice(list(NUMBER_WORDS)), "time": rng.randrange(len(TIMES)), "neg": rng.random() < 0.15}
+            "n": rng.choice(_SMALL_NUMBERS), "time": rng.randrange(len(_TIMES)), "neg": rng.random() < 0.15}
 
 
 def _new_legal(rng: random.Random) -> dict:
-    a, b = rng.sample(PEOPLE + COMPANIES, 2)
-    return {"kind": "legal", "a": a, "b": b, "action": rng.choice(list(LEGAL_ACTIONS)),
-            "place": rng.choice(PLACES), "time": rng.randrange(len(TIMES)), "neg": rng.random() < 0.15}
+    a, b = rng.sample(_PEOPLE + _COMPANIES, 2)
+    return {"kind": "legal", "a": a, "b": b, "action": rng.choice(list(_LEGAL_ACTIONS)),
+            "place": rng.choice(_PLACES), "time": rng.randrange(len(_TIMES)), "neg": rng.random() < 0.15}
 
 
 def _new_earnings(rng: random.Random) -> dict:
-    return {"kind": "earnings", "a": rng.choice(COMPANIES), "metric": rng.choice(list(METRICS)),
-            "move": rng.choice(list(MOVES)), "n": rng.choice(list(NUMBER_WORDS)), "quarter": rng.choice(QUARTERS)}
+    return {"kind": "earnings", "a": rng.choice(_COMPANIES), "metric": rng.choice(list(_METRICS)),
+            "move": rng.choice(list(_MOVES)), "n": rng.choice(_SMALL_NUMBERS), "quarter": rng.choice(_QUARTERS)}
 
 
 def _new_jobs(rng: random.Random) -> dict:
-    return {"kind": "jobs", "a": rng.choice(COMPANIES), "action": rng.choice(list(JOB_ACTIONS)),
-            "n": rng.choice(HUNDREDS), "place": rng.choice(PLACES), "neg": rng.random() < 0.15}
+    return {"kind": "jobs", "a": rng.choice(_COMPANIES), "action": rng.choice(list(_JOB_ACTIONS)),
+            "n": rng.choice(_HUNDREDS), "place": rng.choice(_PLACES), "neg": rng.random() < 0.15}
 
 
 def _new_police(rng: random.Random) -> dict:
-    return {"kind": "police", "n": rng.choice(list(NUMBER_WORDS)), "place": rng.choice(PLACES),
-            "time": rng.randrange(len(TIMES))}
+    return {"kind": "police", "n": rng.choice(_SMALL_NUMBERS), "place": rng.choice(_PLACES),
+            "time": rng.randrange(len(_TIMES))}
 
 
-EVENTS = {
+_EVENTS = {
     "stake": (_new_stake, _render_stake),
     "legal": (_new_legal, _render_legal),
     "earnings": (_new_earnings, _render_earnings),
@@ -252,33 +264,33 @@ def _change(m: dict, rng: random.Random) -> dict:
     """The meaning with one slot changed so that the sentences are no longer equivalent."""
     changes = []
     if "a" in m:
-        pool = COMPANIES if m["kind"] != "legal" else PEOPLE + COMPANIES
+        pool = _COMPANIES if m["kind"] != "legal" else _PEOPLE + _COMPANIES
         changes.append(("a", lambda: _other(rng, pool, m["a"], m.get("b"))))
     if "b" in m:
-        pool = COMPANIES if m["kind"] == "stake" else PEOPLE + COMPANIES
+        pool = _COMPANIES if m["kind"] == "stake" else _PEOPLE + _COMPANIES
         changes.append(("b", lambda: _other(rng, pool, m["a"], m["b"])))
         if m["action"] != "meet":  # meeting is symmetric: swapping roles keeps the meaning
             changes.append(("swap", None))
     if "n" in m:
-        changes.append(("n", lambda: _other(rng, HUNDREDS if m["kind"] == "jobs" else list(NUMBER_WORDS), m["n"])))
+        changes.append(("n", lambda: _other(rng, _HUNDREDS if m["kind"] == "jobs" else _SMALL_NUMBERS, m["n"])))
     if "neg" in m:
         changes.append(("neg", lambda: not m["neg"]))
     if "place" in m:
-        changes.append(("place", lambda: _other(rng, PLACES, m["place"])))
+        changes.append(("place", lambda: _other(rng, _PLACES, m["place"])))
     if "time" in m:
-        changes.append(("time", lambda: _other(rng, list(range(len(TIMES))), m["time"])))
+        changes.append(("time", lambda: _other(rng, list(range(len(_TIMES))), m["time"])))
     if "quarter" in m:
-        changes.append(("quarter", lambda: _other(rng, QUARTERS, m["quarter"])))
+        changes.append(("quarter", lambda: _other(rng, _QUARTERS, m["quarter"])))
     if "move" in m:
-        changes.append(("move", lambda: _other(rng, list(MOVES), m["move"])))
+        changes.append(("move", lambda: _other(rng, list(_MOVES), m["move"])))
     if "metric" in m:
-        changes.append(("metric", lambda: _other(rng, list(METRICS), m["metric"])))
+        changes.append(("metric", lambda: _other(rng, list(_METRICS), m["metric"])))
     if m["kind"] == "stake":
-        changes.append(("action", lambda: _other(rng, list(STAKE_ACTIONS), m["action"])))
+        changes.append(("action", lambda: _other(rng, list(_STAKE_ACTIONS), m["action"])))
     if m["kind"] == "jobs":
-        changes.append(("action", lambda: _other(rng, list(JOB_ACTIONS), m["action"])))
-    if m.get("action") in LEGAL_OPPOSITE:
-        changes.append(("action", lambda: LEGAL_OPPOSITE[m["action"]]))
+        changes.append(("action", lambda: _other(rng, list(_JOB_ACTIONS), m["action"])))
+    if m.get("action") in _LEGAL_OPPOSITE:
+        changes.append(("action", lambda: _LEGAL_OPPOSITE[m["action"]]))
     slot, new = rng.choice(changes)
     changed = dict(m)
     if slot == "swap":
@@ -288,17 +300,17 @@ def _change(m: dict, rng: random.Random) -> dict:
     return changed
 
 
-STYLE_KEYS = ("form", "verb", "obj", "numfmt", "pct", "time", "metric")
+_STYLE_KEYS = ("form", "verb", "obj", "numfmt", "pct", "time", "metric")
 
 
 def _style(rng: random.Random) -> dict:
-    return {key: rng.randrange(12) for key in STYLE_KEYS}
+    return {key: rng.randrange(12) for key in _STYLE_KEYS}
 
 
 def _restyle(style: dict, rng: random.Random) -> dict:
     """The same wording with one choice redrawn (a light rewording)."""
     style = dict(style)
-    style[rng.choice(STYLE_KEYS)] = rng.randrange(12)
+    style[rng.choice(_STYLE_KEYS)] = rng.randrange(12)
     return style
 
 
@@ -307,10 +319,12 @@ def _words(text: str) -> int:
 
 
 def _pair(label: int, rng: random.Random) -> tuple[str, str]:
-    new, render = EVENTS[rng.choice(list(EVENTS))]
+    new, render = _EVENTS[rng.choice(list(_EVENTS))]
     meaning = new(rng)
     other = meaning if label else _change(meaning, rng)
     style1 = _style(rng)
+    # Non-equivalent pairs are mostly reworded too, so that rewording is no clue to the
+    # label; the rest keep the wording and differ only in the changed slot.
     wording = rng.random()
     if wording < 0.4:
         style2 = _style(rng)
@@ -321,13 +335,13 @@ def _pair(label: int, rng: random.Random) -> tuple[str, str]:
     return render(meaning, style1), render(other, style2)
 
 
-def _generate_pairs(seed: int = SEED) -> dict[str, list[dict]]:
+def _generate_pairs(seed: int = _SEED) -> dict[str, list[dict]]:
     """Generate the bundled splits: lists of rows with sentence1, sentence2, label and idx."""
     rng = random.Random(seed)
     seen = set()
     splits = {}
-    for split, size in SPLITS.items():
-        positives = round(size * POSITIVE_SHARE)
+    for split, size in _SPLIT_SIZES:
+        positives = round(size * _POSITIVE_SHARE)
         labels = [1] * positives + [0] * (size - positives)
         rng.shuffle(labels)
         rows = []
@@ -336,7 +350,7 @@ def _generate_pairs(seed: int = SEED) -> dict[str, list[dict]]:
                 s1, s2 = _pair(label, rng)
                 key = tuple(sorted((s1, s2)))
                 # Equivalent pairs must be reworded; all pairs must fit max_length=32.
-                if s1 != s2 and key not in seen and _words(s1) + _words(s2) <= MAX_PAIR_WORDS:
+                if s1 != s2 and key not in seen and _words(s1) + _words(s2) <= _MAX_PAIR_WORDS:
                     break
             seen.add(key)
             rows.append({"idx": len(rows), "sentence1": s1, "sentence2": s2, "label": label})
@@ -358,76 +372,63 @@ def load_mrpc(source: str = "bundled") -> datasets.DatasetDict:
 
     Columns: `sentence1`, `sentence2`, `label` (0 = not_equivalent, 1 = equivalent) and `idx`.
     `source="bundled"` (default) reads the course's own 3,000 pairs shipped with the package
-    (works offline); `source="hub"` downloads the real GLUE MRPC (needs a network).
-    Used by every lesson.
+    (works offline); `source="hub"` downloads the real GLUE MRPC (needs a network; without
+    one it raises a RuntimeError within a few seconds). Used by lesson 00 to meet the data,
+    and through `tokenized_mrpc` by every lesson that trains.
     """
     if source == "hub":
         return _load_hub()
     if source != "bundled":
         raise ValueError(f"Unknown source {source!r}: use source=\"bundled\" or source=\"hub\".")
-    folder = _data_dir()
+    # Built in memory from the shipped files: nothing is written to the Hugging Face cache.
+    features = _features()
     splits = {}
-    for split in SPLITS:
-        lines = (folder / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
+    for split, _ in _SPLIT_SIZES:
+        lines = (_data_dir() / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
         rows = [json.loads(line) for line in lines]
-        columns = {name: [row[name] for row in rows] for name in FEATURES}
-        splits[split] = datasets.Dataset.from_dict(columns, features=FEATURES)
+        columns = {name: [row[name] for row in rows] for name in features}
+        splits[split] = datasets.Dataset.from_dict(columns, features=features)
     return datasets.DatasetDict(splits)
 
 
-def _offline_requested() -> bool:
-    # Read at call time: the libraries read these variables only when first imported.
-    flags = [os.environ.get(name, "") for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")]
-    return any(flag.strip().upper() in {"1", "ON", "YES", "TRUE"} for flag in flags)
-
-
-def _hub_reachable(timeout: float = 3.0) -> bool:
-    # One quick request; left to itself, `load_dataset` retries for about 25 s when offline.
-    from huggingface_hub import constants
-    from huggingface_hub.utils import get_session
-
-    try:
-        get_session().head(constants.ENDPOINT, timeout=timeout)
-    except Exception:
-        return False
-    return True
-
-
 def _load_hub() -> datasets.DatasetDict:
-    unreachable = RuntimeError(
-        "Could not reach the Hugging Face Hub to download GLUE MRPC; "
-        'use load_mrpc(source="bundled") for the course\'s offline paraphrase data.'
-    )
-    # In offline mode set before `datasets` was imported, it can still load a cached copy.
-    if not datasets.config.HF_HUB_OFFLINE and (_offline_requested() or not _hub_reachable()):
-        raise unreachable
+    instead = 'load_mrpc(source="bundled")'
+    # A quick probe first: offline, `load_dataset` alone retries for about 25 s.
+    require_hub("GLUE MRPC", instead)
     try:
         return datasets.load_dataset("nyu-mll/glue", "mrpc")
-    except (ConnectionError, OSError, TimeoutError):
-        raise unreachable from None
+    except (ConnectionError, OSError, TimeoutError) as error:
+        raise RuntimeError(
+            f"Cannot load GLUE MRPC from the Hugging Face Hub ({type(error).__name__}): use {instead} instead."
+        ) from None
 
 
-def train_tokenizer(texts, vocab_size: int = 1000) -> Tokenizer:
+def train_tokenizer(texts) -> Tokenizer:
     """Train a lowercasing BERT-style WordPiece tokenizer on an iterable of strings.
 
-    Special tokens get ids [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4. Used by
-    `python -m effitrain_lessons.data --rebuild`; lessons load the shipped result with
-    `load_tokenizer()`.
+    Special tokens get ids [PAD]=0, [UNK]=1, [CLS]=2, [SEP]=3, [MASK]=4; pairs are encoded
+    as [CLS] a [SEP] b [SEP] with token_type_ids 0 then 1. Every word of `texts` becomes one
+    token (meant for small corpora such as the bundled data); other words are spelled with
+    character pieces, and characters never seen become [UNK]. The same texts always give the
+    same tokenizer. Used by `python -m effitrain_lessons.data --rebuild`; the lessons load
+    the shipped result with `load_tokenizer()`.
     """
     texts = list(texts)
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
+    trainer = trainers.WordPieceTrainer(vocab_size=30_000, special_tokens=list(_SPECIAL_TOKENS), show_progress=False)
     tokenizer.train_from_iterator(texts, trainer=trainer)
     # The trainer breaks ties between equally frequent pairs in hash order, so its
     # intermediate pieces (such as "##rcom") change from run to run. Keep what every run
     # learns, the characters and the whole words, in a fixed order: --rebuild is then
     # reproducible, and every word of the bundled data is still one token.
-    words = {word for text in texts for word, _ in tokenizer.pre_tokenizer.pre_tokenize_str(tokenizer.normalizer.normalize_str(text))}
-    learned = [token for token in tokenizer.get_vocab() if token not in SPECIAL_TOKENS]
+    split = tokenizer.pre_tokenizer.pre_tokenize_str
+    words = {word for text in texts for word, _ in split(tokenizer.normalizer.normalize_str(text))}
+    learned = [token for token in tokenizer.get_vocab() if token not in _SPECIAL_TOKENS]
     kept = sorted(token for token in learned if len(token.removeprefix("##")) == 1 or token in words)
-    tokenizer.model = models.WordPiece({token: i for i, token in enumerate(SPECIAL_TOKENS + kept)}, unk_token="[UNK]")
+    vocab = {token: i for i, token in enumerate(_SPECIAL_TOKENS + tuple(kept))}
+    tokenizer.model = models.WordPiece(vocab, unk_token="[UNK]")
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",
@@ -443,7 +444,8 @@ def load_tokenizer() -> transformers.PreTrainedTokenizerFast:
 
     Read fresh from the shipped `course_data/tokenizer.json` on every call (milliseconds),
     so changing one copy never affects another. Pads with [PAD] (id 0), at most 128 tokens.
-    Used by every lesson, and by `models.tiny_bert` for its vocabulary size.
+    Used by every lesson (lesson 00 shows it at work), and by `models.tiny_bert` for its
+    vocabulary size.
     """
     return transformers.PreTrainedTokenizerFast(
         tokenizer_file=str(_data_dir() / "tokenizer.json"),
@@ -462,24 +464,28 @@ def tokenized_mrpc(tokenizer=None, max_length: int = 32, source: str = "bundled"
 
     Columns: `input_ids`, `token_type_ids`, `attention_mask`, `labels`. The fixed length
     keeps every batch the same shape, so memory measurements compare like with like; the
-    bundled pairs all fit in 32 tokens. `tokenizer` defaults to `load_tokenizer()`.
-    Used by every lesson that trains.
+    bundled pairs all fit in 32 tokens. `tokenizer` defaults to `load_tokenizer()`; pass a hub
+    tokenizer together with `source="hub"` for the real MRPC. Used by every lesson that trains
+    (01 onwards).
     """
     if source not in SOURCES:
         raise ValueError(f"Unknown source {source!r}: use source=\"bundled\" or source=\"hub\".")
-    if not isinstance(max_length, int) or max_length < 8:
-        raise ValueError(f"max_length must be a whole number of at least 8 tokens, got {max_length!r}.")
+    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 8:
+        raise ValueError(f"max_length must be a whole number of tokens, at least 8, got {max_length!r}.")
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
-    raw = load_mrpc(source)
     splits = {}
-    for split, data in raw.items():
+    for split, data in load_mrpc(source).items():
         rows = data[:]
+        # One batched call instead of Dataset.map: no cache files and no progress bars.
         encoded = tokenizer(
             rows["sentence1"], rows["sentence2"], padding="max_length", truncation=True, max_length=max_length
         )
         columns = {name: encoded[name] for name in ("input_ids", "token_type_ids", "attention_mask") if name in encoded}
         columns["labels"] = rows["label"]
-        dataset = datasets.Dataset.from_dict(columns)
+        ids = datasets.Sequence(datasets.Value("int32"))
+        features = datasets.Features({name: ids for name in columns if name != "labels"})
+        features["labels"] = data.features["label"]
+        dataset = datasets.Dataset.from_dict(columns, features=features)
         dataset.set_format("torch")
         splits[split] = dataset
     return datasets.DatasetDict(splits)
@@ -500,7 +506,7 @@ def main(argv=None) -> None:
     if args.rebuild:
         _rebuild(_data_dir())
     for split, data in load_mrpc().items():
-        share = sum(data["label"]) / len(data)
+        share = sum(data[:]["label"]) / len(data)
         print(f"{split}: {len(data)} pairs, {share:.0%} equivalent")
     print(f"tokenizer: {len(load_tokenizer())} tokens")
 
