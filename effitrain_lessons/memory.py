@@ -244,8 +244,8 @@ def measure_step(
     The loss is `loss_fn(outputs)` if given, else `outputs.loss`, else `outputs.sum()`.
     The step runs twice: once under the counters, once plain for the time and peak memory.
     Gradients (of parameters and of leaf inputs) are reset before each, so after the call `.grad`
-    holds one step's gradients, drawn
-    with the caller's random state (as if the step had run once, unmeasured).
+    holds one step's gradients, drawn with the caller's random state (as if the step had run once,
+    unmeasured).
     The model's mode is respected: in `eval()` mode checkpointing keeps everything (lesson 1 shows it).
     """
     if not isinstance(model, torch.nn.Module):
