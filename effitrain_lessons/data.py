@@ -53,10 +53,19 @@ def _data_dir() -> Path:
 
 # ---------------------------------------------------------------------------
 # The grammar. A "meaning" is a dict of slots; a "style" picks one wording of it.
-# Equivalent pairs: one meaning, two wordings. Non-equivalent pairs: the meaning
-# with one slot changed (entity, number, negation, roles, place, time, direction),
-# worded either identically or differently, so that neither word overlap nor a
-# single changed word gives the label away.
+# Equivalent pairs: one meaning, two wordings. Non-equivalent pairs: the meaning with
+# one slot changed, worded either identically or differently, so that neither word
+# overlap nor a single changed word gives the label away.
+#
+# Most changes reverse the meaning's polarity (a negation, bought/sold, rose/fell,
+# cut/added, praised/criticized, arrested/released); the rest change an entity, a
+# number, a place or a time. Every polarity has a common pole and a rare one, as in
+# news (companies report buying more often than selling). That asymmetry is what makes
+# the data learnable in a CPU minute: "are these two sentences the same?" is an
+# equality test, which gives gradient descent from scratch no first-order signal, and
+# a small BERT then sits at the majority baseline for thousands of steps. A rare pole
+# in one sentence only is a signal it picks up at once, and from there it learns to
+# compare the two sentences. Entity and number changes stay as the hard remainder.
 # ---------------------------------------------------------------------------
 
 _COMPANIES = (
@@ -105,7 +114,12 @@ _METRICS = {"profit": ("profit", "earnings", "net income"), "sales": ("sales", "
 _MOVES = {"up": ("rose", "climbed", "increased", "grew"), "down": ("fell", "dropped", "declined", "slipped")}
 _JOB_ACTIONS = {"cut": ("cut", "eliminate"), "add": ("add", "create")}
 _JOB_PARTICIPLES = {"cut": ("cut", "eliminated"), "add": ("added", "created")}
-_POLICE_ACTIONS = ("arrested", "detained")
+_POLICE_ACTIONS = {"arrest": ("arrested", "detained"), "release": ("released", "freed")}
+# Share of meanings at the rare pole of a polarity, and share of non-equivalent pairs
+# whose change is a polarity reversal.
+_RARE_POLE = 0.1
+_POLARITY_CHANGES = 0.8
+_POLARITY_SLOTS = ("neg", "move", "action")
 
 
 def _pick(style: dict, key: str, options):
@@ -208,7 +222,7 @@ def _render_jobs(m: dict, style: dict) -> str:
 
 
 def _render_police(m: dict, style: dict) -> str:
-    verb = _pick(style, "verb", _POLICE_ACTIONS)
+    verb = _pick(style, "verb", _POLICE_ACTIONS[m["action"]])
     n = _number(m["n"], style)
     time = _time(m, style)
     forms = [
@@ -220,31 +234,36 @@ def _render_police(m: dict, style: dict) -> str:
     return _sentence(_pick(style, "form", forms))
 
 
+def _pole(rng: random.Random, common, rare):
+    return rare if rng.random() < _RARE_POLE else common
+
+
 def _new_stake(rng: random.Random) -> dict:
     a, b = rng.sample(_COMPANIES, 2)
-    return {"kind": "stake", "a": a, "b": b, "action": rng.choice(["buy", "buy", "sell"]),
-            "n": rng.choice(_SMALL_NUMBERS), "time": rng.randrange(len(_TIMES)), "neg": rng.random() < 0.15}
+    return {"kind": "stake", "a": a, "b": b, "action": _pole(rng, "buy", "sell"),
+            "n": rng.choice(_SMALL_NUMBERS), "time": rng.randrange(len(_TIMES)), "neg": _pole(rng, False, True)}
 
 
 def _new_legal(rng: random.Random) -> dict:
     a, b = rng.sample(_PEOPLE + _COMPANIES, 2)
-    return {"kind": "legal", "a": a, "b": b, "action": rng.choice(list(_LEGAL_ACTIONS)),
-            "place": rng.choice(_PLACES), "time": rng.randrange(len(_TIMES)), "neg": rng.random() < 0.15}
+    action = rng.choice(["sue", "meet", _pole(rng, "criticize", "praise")])
+    return {"kind": "legal", "a": a, "b": b, "action": action,
+            "place": rng.choice(_PLACES), "time": rng.randrange(len(_TIMES)), "neg": _pole(rng, False, True)}
 
 
 def _new_earnings(rng: random.Random) -> dict:
     return {"kind": "earnings", "a": rng.choice(_COMPANIES), "metric": rng.choice(list(_METRICS)),
-            "move": rng.choice(list(_MOVES)), "n": rng.choice(_SMALL_NUMBERS), "quarter": rng.choice(_QUARTERS)}
+            "move": _pole(rng, "up", "down"), "n": rng.choice(_SMALL_NUMBERS), "quarter": rng.choice(_QUARTERS)}
 
 
 def _new_jobs(rng: random.Random) -> dict:
-    return {"kind": "jobs", "a": rng.choice(_COMPANIES), "action": rng.choice(list(_JOB_ACTIONS)),
-            "n": rng.choice(_HUNDREDS), "place": rng.choice(_PLACES), "neg": rng.random() < 0.15}
+    return {"kind": "jobs", "a": rng.choice(_COMPANIES), "action": _pole(rng, "cut", "add"),
+            "n": rng.choice(_HUNDREDS), "place": rng.choice(_PLACES), "neg": _pole(rng, False, True)}
 
 
 def _new_police(rng: random.Random) -> dict:
-    return {"kind": "police", "n": rng.choice(_SMALL_NUMBERS), "place": rng.choice(_PLACES),
-            "time": rng.randrange(len(_TIMES))}
+    return {"kind": "police", "action": _pole(rng, "arrest", "release"), "n": rng.choice(_SMALL_NUMBERS),
+            "place": rng.choice(_PLACES), "time": rng.randrange(len(_TIMES))}
 
 
 _EVENTS = {
@@ -289,9 +308,13 @@ def _change(m: dict, rng: random.Random) -> dict:
         changes.append(("action", lambda: _other(rng, list(_STAKE_ACTIONS), m["action"])))
     if m["kind"] == "jobs":
         changes.append(("action", lambda: _other(rng, list(_JOB_ACTIONS), m["action"])))
+    if m["kind"] == "police":
+        changes.append(("action", lambda: _other(rng, list(_POLICE_ACTIONS), m["action"])))
     if m.get("action") in _LEGAL_OPPOSITE:
         changes.append(("action", lambda: _LEGAL_OPPOSITE[m["action"]]))
-    slot, new = rng.choice(changes)
+    polarity = [change for change in changes if change[0] in _POLARITY_SLOTS]
+    others = [change for change in changes if change[0] not in _POLARITY_SLOTS]
+    slot, new = rng.choice(polarity if rng.random() < _POLARITY_CHANGES else others)
     changed = dict(m)
     if slot == "swap":
         changed["a"], changed["b"] = m["b"], m["a"]
@@ -372,7 +395,12 @@ def load_mrpc(source: str = "bundled") -> datasets.DatasetDict:
 
     Columns: `sentence1`, `sentence2`, `label` (0 = not_equivalent, 1 = equivalent) and `idx`.
     `source="bundled"` (default) reads the course's own 3,000 pairs shipped with the package
-    (works offline); `source="hub"` downloads the real GLUE MRPC (needs a network; without
+    (works offline): news sentences about five kinds of event, where most non-equivalent
+    pairs reverse the meaning (a negation, bought/sold, rose/fell) and the rest change an
+    entity, a number, a place or a time. A rule that only looks for a rarely used word
+    (sold, fell, not, ...) scores 0.84 on validation; one that checks whether exactly one
+    sentence has such a word scores 0.93; the tiny BERT reaches about 0.83 in 300 steps.
+    `source="hub"` downloads the real GLUE MRPC (needs a network; without
     one it raises a RuntimeError within a few seconds). Used by lesson 00 to meet the data,
     and through `tokenized_mrpc` by every lesson that trains.
     """

@@ -14,6 +14,14 @@ TINY_BERT = dict(
     max_position_embeddings=128,
 )
 
+# How the lessons train the tiny BERT on the bundled data: AdamW with a linear warm-up over
+# the first tenth of the steps and a linear decay after it, batches of 32 pairs, 4 epochs
+# (300 optimizer steps). It reaches 0.81-0.84 validation accuracy against a 0.66 majority
+# baseline (seeds 0-2, tests/test_learning.py), in about 20 s on a 2-core laptop CPU.
+# Post-LN BERT trained from scratch needs the higher learning rate: at BERT's usual 5e-5
+# it does not leave the majority baseline within these steps.
+TRAINING = dict(learning_rate=1e-3, warmup_ratio=0.1, batch_size=32, epochs=4)
+
 
 def tiny_bert(num_labels: int = 2, **overrides) -> BertForSequenceClassification:
     """A freshly initialised `BertForSequenceClassification` small enough for a CPU.

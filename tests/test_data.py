@@ -5,6 +5,7 @@ All offline and fast: nothing here needs a network or trains for more than one s
 
 import json
 import math
+import re
 import time
 
 import datasets
@@ -63,6 +64,28 @@ def test_bundled_data_skips_the_hf_cache(mrpc):
 
 
 # --- determinism --------------------------------------------------------------
+
+
+RARE_WORDS = set(
+    "sold divested sell divest not fell dropped declined slipped add create added created "
+    "praised commended praise commend released freed".split()
+)
+
+
+def test_rare_pole_cues_are_as_documented(mrpc):
+    """load_mrpc's docstring: a rare-word rule scores 0.84, the one-sentence-only rule 0.93."""
+    rows = mrpc["validation"][:]
+    words = [
+        [set(re.findall(r"\w+", sentence.lower())) & RARE_WORDS for sentence in pair]
+        for pair in zip(rows["sentence1"], rows["sentence2"])
+    ]
+    labels = rows["label"]
+    anywhere = sum(bool(a | b) == (label == 0) for (a, b), label in zip(words, labels)) / len(labels)
+    one_only = sum((bool(a) != bool(b)) == (label == 0) for (a, b), label in zip(words, labels)) / len(labels)
+    assert anywhere == pytest.approx(0.84, abs=0.015)
+    assert one_only == pytest.approx(0.93, abs=0.015)
+    # Equivalent pairs share their polarity: a rare word in one sentence only marks a change.
+    assert all(bool(a) == bool(b) for (a, b), label in zip(words, labels) if label == 1)
 
 
 def test_rebuild_reproduces_the_shipped_files(tmp_path):
