@@ -1,7 +1,8 @@
-"""Lesson figures, drawn with matplotlib from measurements (never from hand-typed numbers).
+"""Lesson figures, drawn with matplotlib from measurements (never from hand-typed numbers; the
+one exception is slide 3's qualitative Trainer/Accelerator chart, which places two names).
 
 Every `plot_*` function returns a closed `Figure`: the notebook shows it once, as the cell's value
-(closing it keeps pyplot from showing it a second time). Used by lesson 1.
+(closing it keeps pyplot from showing it a second time). Used by lessons 1 and 2.
 """
 
 from __future__ import annotations
@@ -188,3 +189,62 @@ def segments_explorer(sweep: SegmentSweep, k: int | None = None):
     slider.observe(redraw, names="value")
     display(slider)
     return slider
+
+
+def plot_trainer_vs_accelerator() -> Figure:
+    """Slide 3's chart: Trainer and Accelerator placed on ease of use and customizability.
+
+    A qualitative picture (the slide's, not a measurement): Trainer runs the loop for you,
+    Accelerator leaves the loop to you and handles devices, processes and precision. Lesson 2.
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+    tools = {"Trainer": (0.25, 0.8, "#4c72b0"), "Accelerator": (0.8, 0.3, "#f08c2e")}
+    for name, (custom, ease, colour) in tools.items():
+        ax.add_patch(Circle((custom, ease), 0.1, color=colour, alpha=0.85))
+        ax.text(custom, ease, name, ha="center", va="center", color="white", fontsize=10, weight="bold")
+    ax.annotate("", xy=(0.68, 0.36), xytext=(0.37, 0.74),
+                arrowprops=dict(arrowstyle="->", color="#777777", lw=1.2))
+    ax.text(0.56, 0.6, "you write the loop", fontsize=8, color="#555555", rotation=-40, ha="center")
+    ax.set(xlim=(0, 1.05), ylim=(0, 1.05), xticks=[], yticks=[], aspect="equal")
+    ax.set_xlabel("customizability  \u2192")
+    ax.set_ylabel("ease of use  \u2192")
+    ax.set_title("Trainer or Accelerator? (slide 3)", fontsize=11)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _finish(fig)
+
+
+def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Figure:
+    """Two bar panels from two measured `memory.StepReport`s of one micro-batch: saved activation
+    bytes, and time and FLOPs relative to the plain step. Lesson 2 (from `MeasuringTrainer`)."""
+    from effitrain_lessons.memory import StepReport
+
+    if not (isinstance(plain, StepReport) and isinstance(checkpointed, StepReport)):
+        raise TypeError("plot_checkpointing_cost needs two StepReports (for example trainer.step_report()).")
+    fig, (memory_ax, cost_ax) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    names = ["without", "with"]
+    colours = [MEMORY_COLOURS["activations"], STATUS_COLOURS["stored"]]
+    values = [plain.saved_bytes / 2**10, checkpointed.saved_bytes / 2**10]
+    bars = memory_ax.bar(names, values, color=colours)
+    memory_ax.bar_label(bars, [format_bytes(plain.saved_bytes), format_bytes(checkpointed.saved_bytes)], fontsize=9)
+    memory_ax.set_ylabel("activations saved for backward (KiB)")
+    memory_ax.set_title("memory per micro-batch", fontsize=10)
+
+    ratio = checkpointed / plain
+    x = range(2)
+    width = 0.38
+    flop_bars = cost_ax.bar([i - width / 2 for i in x], [1.0, ratio.flops], width, color="#8172b2", label="FLOPs")
+    time_bars = cost_ax.bar([i + width / 2 for i in x], [1.0, ratio.seconds], width, color="#4c72b0", label="time")
+    cost_ax.bar_label(flop_bars, ["1", f"{ratio.flops:.2f}"], fontsize=9)
+    cost_ax.bar_label(time_bars, ["1", f"{ratio.seconds:.2f}"], fontsize=9)
+    cost_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8, ls="--")
+    cost_ax.text(-0.45, 4 / 3, "4/3", va="bottom", fontsize=8, color="#777777")
+    cost_ax.set_xticks(list(x), names)
+    cost_ax.set_ylabel("relative to without checkpointing")
+    cost_ax.set_title("compute per micro-batch", fontsize=10)
+    cost_ax.legend(fontsize=8, frameon=False, loc="upper left")
+    for ax in (memory_ax, cost_ax):
+        ax.set_xlabel("checkpointing")
+        ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _finish(fig)

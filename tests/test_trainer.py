@@ -1,0 +1,194 @@
+"""Tests for lesson 2's helpers (effitrain_lessons.trainer) and the facts the lesson teaches.
+
+Short trainings on slices of the bundled data: a few seconds each on a laptop CPU.
+"""
+
+import contextlib
+import io
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from matplotlib.figure import Figure
+from sklearn.metrics import accuracy_score, f1_score
+from transformers import Trainer, TrainingArguments
+
+from effitrain_lessons import viz
+from effitrain_lessons.data import tokenized_mrpc
+from effitrain_lessons.metrics import compute_metrics, majority_baseline
+from effitrain_lessons.trainer import MeasuringTrainer, fresh_model, lesson_data, training_arguments
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return tokenized_mrpc()
+
+
+def quiet_train(trainer):
+    with contextlib.redirect_stdout(io.StringIO()):  # Trainer prints its logs when tqdm is off
+        return trainer.train()
+
+
+def short_trainer(splits, tmp_path, checkpointing, rows=64, **overrides):
+    settings = dict(num_train_epochs=1, eval_strategy="no", logging_strategy="no", disable_tqdm=True)
+    settings.update(overrides)
+    return MeasuringTrainer(
+        model=fresh_model(seed=0),
+        args=training_arguments(str(tmp_path), checkpointing=checkpointing, **settings),
+        train_dataset=splits["train"].select(range(rows)),
+        eval_dataset=splits["validation"],
+        compute_metrics=compute_metrics,
+    )
+
+
+# --- the slide's arguments and today's ----------------------------------------
+
+
+def test_the_slides_evaluation_strategy_is_a_type_error(tmp_path):
+    with pytest.raises(TypeError, match="evaluation_strategy"):
+        TrainingArguments(output_dir=str(tmp_path), evaluation_strategy="epoch",
+                          gradient_accumulation_steps=4, gradient_checkpointing=True)
+
+
+def test_the_corrected_slide_arguments_build_and_the_old_name_warns(tmp_path):
+    with pytest.warns(FutureWarning, match="activation_checkpointing"):
+        old = TrainingArguments(output_dir=str(tmp_path), eval_strategy="epoch",
+                                gradient_accumulation_steps=4, gradient_checkpointing=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        new = TrainingArguments(output_dir=str(tmp_path), eval_strategy="epoch",
+                                gradient_accumulation_steps=4, activation_checkpointing=True)
+    for args in (old, new):
+        assert args.eval_strategy == "epoch"
+        assert args.gradient_accumulation_steps == 4
+        assert args.activation_checkpointing is True
+
+
+def test_lesson_arguments(tmp_path):
+    args = training_arguments(str(tmp_path), checkpointing=True)
+    assert args.eval_strategy == "epoch" and args.activation_checkpointing
+    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 32
+    assert args.gradient_accumulation_steps == 4
+    assert args.save_strategy == "no" and args.report_to == []
+    assert training_arguments(str(tmp_path), checkpointing=False, num_train_epochs=1).num_train_epochs == 1
+
+
+def test_trainer_takes_processing_class_not_tokenizer(tmp_path, splits):
+    data = lesson_data()
+    args = TrainingArguments(output_dir=str(tmp_path), report_to="none")
+    with pytest.raises(TypeError, match="tokenizer"):
+        Trainer(model=fresh_model(), args=args, train_dataset=splits["train"], tokenizer=data.tokenizer)
+    assert Trainer(model=fresh_model(), args=args, processing_class=data.tokenizer).processing_class is data.tokenizer
+
+
+# --- checkpointing is really on inside train() ----------------------------------------
+
+
+def test_checkpointing_is_active_inside_train_by_measurement(tmp_path, splits):
+    checkpointed = short_trainer(splits, tmp_path / "with", checkpointing=True)
+    plain = short_trainer(splits, tmp_path / "without", checkpointing=False)
+    # Trainer turns it on in train(), not when built.
+    assert checkpointed.model.is_activation_checkpointing is False
+    quiet_train(checkpointed)
+    quiet_train(plain)
+    assert checkpointed.model.is_activation_checkpointing is True
+    assert [m.checkpointing for m in checkpointed.measured] == [True, True]
+    assert [m.checkpointing for m in plain.measured] == [False, False]
+
+    with_report, without_report = checkpointed.step_report(), plain.step_report()
+    # Measured inside a training step: about 91 % fewer saved bytes (lesson 2 prints 4.29 MiB vs 400 KiB).
+    assert with_report.saved_bytes < 0.15 * without_report.saved_bytes
+    assert without_report.saved_bytes > 3 * 2**20
+    assert (with_report / without_report).flops == pytest.approx(4 / 3, abs=0.01)
+    assert with_report.forward_flops == without_report.forward_flops > 0
+    assert with_report.peak_bytes is None  # no CUDA here
+    assert "checkpointing on during train()" in checkpointed.summary()
+    assert "checkpointing off during train()" in plain.summary()
+
+
+def test_checkpointing_leaves_the_training_unchanged(tmp_path, splits):
+    logs = []
+    for checkpointing in (True, False):
+        trainer = short_trainer(splits, tmp_path / str(checkpointing), checkpointing, rows=128,
+                                num_train_epochs=2, logging_strategy="steps", logging_steps=1)
+        quiet_train(trainer)
+        logs.append([entry["loss"] for entry in trainer.state.log_history if "loss" in entry])
+    assert len(logs[0]) == 8
+    assert logs[0] == pytest.approx(logs[1], rel=1e-5)
+
+
+def test_measuring_trainer_reports_clear_errors(tmp_path, splits):
+    trainer = short_trainer(splits, tmp_path, checkpointing=False)
+    with pytest.raises(RuntimeError, match="call train\\(\\) first"):
+        trainer.step_report()
+    with pytest.raises(ValueError, match="1-based"):
+        MeasuringTrainer(model=fresh_model(), args=trainer.args, measure=(0,))
+
+
+# --- the metrics -----------------------------------------------------------------------
+
+
+def test_trainer_metrics_are_accuracy_and_f1_of_its_predictions(tmp_path, splits):
+    trainer = short_trainer(splits, tmp_path, checkpointing=False, rows=256)
+    quiet_train(trainer)
+    with contextlib.redirect_stdout(io.StringIO()):
+        metrics = trainer.evaluate()
+        prediction = trainer.predict(splits["validation"])
+    labels = splits["validation"][:]["labels"].numpy()
+    assert np.array_equal(prediction.label_ids, labels)
+    predicted = prediction.predictions.argmax(-1)
+    assert metrics["eval_accuracy"] == pytest.approx(accuracy_score(labels, predicted))
+    assert metrics["eval_f1"] == pytest.approx(f1_score(labels, predicted))
+    assert majority_baseline(labels) == pytest.approx(0.66)
+
+
+# --- pitfall d: accumulation and a loss that ignores num_items_in_batch ---------------------
+
+
+@pytest.mark.parametrize("accepts", [False, None])
+def test_logged_loss_with_accumulation(tmp_path, splits, accepts):
+    """One optimizer step of 4 micro-batches of 8 rows, learning rate 0: the logged loss is the mean
+    loss over the 32 rows with fresh_model's setting, and 4 times it with transformers' default."""
+    model = fresh_model(seed=0)
+    if accepts is None:
+        del model.accepts_loss_kwargs
+    rows = splits["train"].select(range(32))
+    with torch.no_grad():
+        mean_loss = model(**rows[:]).loss.item()
+    args = training_arguments(str(tmp_path), checkpointing=False, num_train_epochs=1, learning_rate=0.0,
+                              warmup_steps=0, eval_strategy="no", logging_strategy="steps", logging_steps=1,
+                              disable_tqdm=True)
+    trainer = Trainer(model=model, args=args, train_dataset=rows)
+    quiet_train(trainer)
+    logged = trainer.state.log_history[0]["loss"]
+    scale = 1 if accepts is False else 4
+    assert logged == pytest.approx(scale * mean_loss, rel=1e-4)
+
+
+# --- offline, the hub paths fail with one sentence --------------------------------------------
+
+
+def test_hub_model_offline_points_to_tiny(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match=r'use MODEL_NAME = "tiny" instead\.$'):
+        lesson_data("bert-base-uncased")
+    with pytest.raises(RuntimeError, match=r"use models\.tiny_bert\(\) instead\.$"):
+        fresh_model("bert-base-uncased")
+    with pytest.raises(RuntimeError, match=r'load_mrpc\(source="bundled"\)'):
+        lesson_data("tiny", "hub")
+    with pytest.raises(ValueError, match="Unknown source"):
+        lesson_data("tiny", "glue")
+
+
+# --- figures ------------------------------------------------------------------------------
+
+
+def test_lesson_2_figures(tmp_path, splits):
+    assert isinstance(viz.plot_trainer_vs_accelerator(), Figure)
+    trainer = short_trainer(splits, tmp_path, checkpointing=False, rows=32)
+    quiet_train(trainer)
+    report = trainer.step_report()
+    assert isinstance(viz.plot_checkpointing_cost(report, report, title="t"), Figure)
+    with pytest.raises(TypeError, match="two StepReports"):
+        viz.plot_checkpointing_cost(report, 3)
