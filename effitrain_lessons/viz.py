@@ -2,7 +2,7 @@
 one exception is slide 3's qualitative Trainer/Accelerator chart, which places two names).
 
 Every `plot_*` function returns a closed `Figure`: the notebook shows it once, as the cell's value
-(closing it keeps pyplot from showing it a second time). Used by lessons 1 and 2.
+(closing it keeps pyplot from showing it a second time). Used by lessons 1, 2 and 3.
 """
 
 from __future__ import annotations
@@ -247,4 +247,40 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
         ax.spines[["top", "right"]].set_visible(False)
     if title:
         fig.suptitle(title, fontsize=11)
+    return _finish(fig)
+
+
+def plot_loop_curves(losses, learning_rates, title: str | None = None) -> Figure:
+    """Training loss (left) and learning rate (right) after each optimizer step, as measured by
+    a training loop (lesson 3's `train_loop.run` returns both)."""
+    if not losses or len(losses) != len(learning_rates):
+        raise ValueError("plot_loop_curves needs one loss and one learning rate per optimizer step (a LoopResult's).")
+    steps = range(1, len(losses) + 1)
+    fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=1)
+    loss_ax.set_ylabel("training loss (mean of the micro-batches)")
+    lr_ax.plot(steps, learning_rates, color=MEMORY_COLOURS["parameters"])
+    lr_ax.set_ylabel("learning rate")
+    for ax in (loss_ax, lr_ax):
+        ax.set_xlabel("optimizer step")
+        ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _finish(fig)
+
+
+def plot_schedules(schedules: Mapping[str, list[float]], title: str | None = None) -> Figure:
+    """Measured learning-rate schedules, one line each, against the optimizer step (lesson 3)."""
+    if not schedules:
+        raise ValueError("plot_schedules needs at least one named schedule.")
+    fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
+    for (label, rates), colour in zip(schedules.items(), ("#3a9e6f", "#d1495b", "#4c72b0", "#937860")):
+        ax.plot(range(1, len(rates) + 1), rates, color=colour, lw=2, label=f"{label}: ends at {rates[-1]:.2g}")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("learning rate (peak = 1)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
     return _finish(fig)

@@ -1,0 +1,46 @@
+OK_FORMAT = True
+
+test = {   'name': 'q_checkpoint_on',
+    'points': 2,
+    'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.memory import measure_step\n'
+                                               '>>> from effitrain_lessons.models import tiny_bert\n'
+                                               '>>> _ = torch.manual_seed(0)\n'
+                                               '>>> check_bert = tiny_bert(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)\n'
+                                               '>>> check_bert.config.use_cache = False\n'
+                                               '>>> _ = check_bert.train()\n'
+                                               ">>> check_batch = tokenized_mrpc()['train'][:8]\n"
+                                               '>>> check_plain = measure_step(check_bert, check_batch)\n'
+                                               '>>> check_grads = [p.grad.clone() for p in check_bert.parameters()]\n'
+                                               '>>> turn_on_checkpointing(check_bert)\n'
+                                               '>>> check_after = measure_step(check_bert, check_batch)\n'
+                                               ">>> assert check_after.saved_bytes <= 0.15 * check_plain.saved_bytes, f'the step still keeps {check_after.saved_bytes / check_plain.saved_bytes:.0%} "
+                                               "of the activations'\n"
+                                               ">>> assert all((torch.allclose(p.grad, g) for p, g in zip(check_bert.parameters(), check_grads))), 'the gradients changed'\n",
+                                       'hidden': False,
+                                       'locked': False},
+                                   {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.memory import measure_step\n'
+                                               '>>> from effitrain_lessons.models import tiny_bert\n'
+                                               '>>> _ = torch.manual_seed(3)\n'
+                                               '>>> hidden_bert = tiny_bert(num_hidden_layers=6)\n'
+                                               '>>> hidden_bert.config.use_cache = False\n'
+                                               '>>> _ = hidden_bert.train()\n'
+                                               ">>> hidden_batch = tokenized_mrpc()['validation'][:12]\n"
+                                               '>>> _ = torch.manual_seed(4)\n'
+                                               '>>> hidden_plain = measure_step(hidden_bert, hidden_batch)\n'
+                                               '>>> hidden_grads = [p.grad.clone() for p in hidden_bert.parameters()]\n'
+                                               '>>> turn_on_checkpointing(hidden_bert)\n'
+                                               '>>> _ = torch.manual_seed(4)\n'
+                                               '>>> hidden_after = measure_step(hidden_bert, hidden_batch)\n'
+                                               '>>> assert hidden_after.saved_bytes <= 0.15 * hidden_plain.saved_bytes\n'
+                                               '>>> assert hidden_after.flops > 1.25 * hidden_plain.flops\n'
+                                               '>>> assert all((torch.equal(p.grad, g) for p, g in zip(hidden_bert.parameters(), hidden_grads)))\n',
+                                       'hidden': True,
+                                       'locked': False}],
+                      'scored': True,
+                      'setup': '',
+                      'teardown': '',
+                      'type': 'doctest'}]}

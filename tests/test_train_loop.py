@@ -1,0 +1,179 @@
+"""Tests for lesson 3: the Accelerator loop (effitrain_lessons.train_loop) and what the lesson proves.
+
+Gradients with and without checkpointing, accumulation against one large batch, the scheduler's
+final learning rate for both sizings, and the launchable module on the CPU.
+"""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import torch
+from accelerate import Accelerator
+
+from effitrain_lessons import train_loop
+from effitrain_lessons.data import tokenized_mrpc
+from effitrain_lessons.memory import measure_step
+from effitrain_lessons.models import tiny_bert
+from effitrain_lessons.train_loop import LoopConfig, measure_schedule, scheduler_length
+from effitrain_lessons.trainer import fresh_model
+
+
+@pytest.fixture(scope="module")
+def train_rows():
+    return tokenized_mrpc()["train"]
+
+
+def gradients(model):
+    return {name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None}
+
+
+# --- the scheduler ------------------------------------------------------------------------
+
+
+def test_scheduler_length_for_both_sizings():
+    assert scheduler_length(150, 2, 3, "optimizer") == 225
+    assert scheduler_length(151, 2, 3, "optimizer") == 228  # a last, shorter accumulation counts
+    assert scheduler_length(150, 2, 3, "slide") == 450
+    with pytest.raises(ValueError, match="sizing must be one of"):
+        scheduler_length(10, 2, 1, "epochs")
+
+
+@pytest.mark.parametrize("accumulation", [2, 4])
+def test_final_learning_rate_of_both_sizings_in_the_real_loop(accumulation):
+    batches, epochs = 24, 2
+    optimizer_sized = measure_schedule(scheduler_length(batches, accumulation, epochs, "optimizer"), batches, accumulation, epochs)
+    slide_sized = measure_schedule(scheduler_length(batches, accumulation, epochs, "slide"), batches, accumulation, epochs)
+    assert len(optimizer_sized) == len(slide_sized) == batches // accumulation * epochs
+    assert optimizer_sized[-1] == 0.0 and optimizer_sized[-2] > 0.0
+    # The prepared scheduler steps once per optimizer step, so the slide's sizing gets 1/accumulation of the way.
+    assert slide_sized[-1] == pytest.approx(1 - 1 / accumulation)
+
+
+def test_measure_schedule_rejects_bad_numbers():
+    with pytest.raises(ValueError, match="accumulation must be a whole number of at least 1"):
+        measure_schedule(10, 10, 0, 1)
+
+
+# --- checkpointing and accumulation change memory, not the math -----------------------------
+
+
+def test_gradients_identical_with_and_without_checkpointing(train_rows):
+    torch.manual_seed(0)
+    model = tiny_bert()  # dropout on: the recomputation must replay the same masks
+    model.config.use_cache = False
+    model.train()
+    batch = train_rows[:8]
+    torch.manual_seed(1)
+    plain = measure_step(model, batch)
+    before = gradients(model)
+    model.activation_checkpointing_enable()
+    torch.manual_seed(1)
+    checkpointed = measure_step(model, batch)
+    after = gradients(model)
+    assert before.keys() == after.keys() and len(before) == len(list(model.parameters()))
+    for name in before:
+        assert torch.equal(before[name], after[name]), name
+    assert checkpointed.saved_bytes < 0.1 * plain.saved_bytes
+    assert (checkpointed / plain).flops == pytest.approx(4 / 3, abs=0.01)
+
+
+def test_two_micro_batches_of_8_give_the_gradients_of_one_batch_of_16(train_rows):
+    rows = train_rows[:16]
+    halves = [{k: v[part] for k, v in rows.items()} for part in (slice(0, 8), slice(8, 16))]
+    whole = fresh_model(seed=0)
+    whole.train()
+    whole(**rows).loss.backward()
+
+    accelerator = Accelerator(gradient_accumulation_steps=2, cpu=True)
+    try:
+        micro = accelerator.prepare(fresh_model(seed=0))
+        micro.train()
+        syncs = []
+        for half in halves:
+            with accelerator.accumulate(micro):
+                accelerator.backward(micro(**half).loss)
+                syncs.append(accelerator.sync_gradients)
+    finally:
+        accelerator.gradient_accumulation_steps = 1
+    assert syncs == [False, True]
+    for a, b in zip(whole.parameters(), micro.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6)
+    # Without the division by the accumulation steps they would be twice as large: the test can tell.
+    largest = max(p.grad.abs().max().item() for p in whole.parameters())
+    assert largest > 1e-3
+
+
+# --- the loop ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sizing, final", [("optimizer", 0.0), ("slide", 0.5)])
+def test_loop_runs_and_measures(sizing, final):
+    config = LoopConfig(epochs=2, batch_size=16, accumulation=2, train_rows=64, warmup_ratio=0.0,
+                        scheduler_sizing=sizing, progress=False)
+    result = train_loop.run(config)
+    assert result.micro_batches == 8 and result.optimizer_steps == 4
+    assert len(result.losses) == len(result.learning_rates) == 4
+    assert all(math.isfinite(loss) for loss in result.losses)
+    assert result.final_learning_rate == pytest.approx(final * config.learning_rate)
+    assert result.eval_rows == 300  # gather_for_metrics: every validation row once
+    assert 0.0 <= result.eval_accuracy <= 1.0
+    assert result.distributed_type == "NO" and result.num_processes == 1 and result.checkpointing
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(accumulation=0), "accumulation must be a whole number of at least 1"),
+        (dict(scheduler_sizing="steps"), "scheduler_sizing must be one of"),
+        (dict(train_rows=4), "train_rows must be at least one batch"),
+        (dict(warmup_ratio=1.5), "warmup_ratio must be in"),
+    ],
+)
+def test_bad_config_is_one_clear_error(change, message):
+    with pytest.raises(ValueError, match=message):
+        train_loop.run(LoopConfig(**change))
+
+
+def test_module_runs_on_the_cpu(tmp_path):
+    out = tmp_path / "result.json"
+    command = [sys.executable, "-m", "effitrain_lessons.train_loop", "--cpu", "--epochs", "1",
+               "--train-rows", "64", "--json", str(out)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "process 0 of 1: distributed_type=NO, device=cpu" in finished.stdout
+    assert "optimizer steps (4 micro-batches)" in finished.stdout
+    result = json.loads(out.read_text())
+    assert result["optimizer_steps"] == 2 and result["eval_rows"] == 300 and result["checkpointing"] is True
+
+
+def test_module_reports_bad_arguments_in_one_line():
+    command = [sys.executable, "-m", "effitrain_lessons.train_loop", "--cpu", "--accumulation", "0"]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 2
+    assert finished.stderr.strip().splitlines()[-1] == "error: accumulation must be a whole number of at least 1, got 0."
+
+
+def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
+    """Two real CPU processes (gloo): each reports MULTI_CPU, the data is sharded between them, the
+    scheduler (sized from the whole data set) still ends at zero, and the metrics see every row once."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "result.json"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+               "-m", "effitrain_lessons.train_loop", "--cpu", "--epochs", "1", "--train-rows", "128",
+               "--json", str(out)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    for rank in (0, 1):
+        assert f"process {rank} of 2: distributed_type=MULTI_CPU" in finished.stdout
+    result = json.loads(out.read_text())
+    # 128 rows in micro-batches of 16 are 8 batches, 4 per process: 2 optimizer steps each.
+    assert result["num_processes"] == 2 and result["micro_batches"] == 4 and result["optimizer_steps"] == 2
+    assert result["scheduler_steps"] == 4 and result["learning_rates"][-1] == 0.0
+    assert result["eval_rows"] == 300
