@@ -35,7 +35,7 @@ class LoopConfig:
     epochs: int = 3
     batch_size: int = 16  # per process and micro-batch
     accumulation: int = 2  # slide 6: Accelerator(gradient_accumulation_steps=2)
-    learning_rate: float = 1e-3
+    learning_rate: float | None = None  # None: 1e-3 for the tiny BERT, 2e-5 for a pretrained hub model
     warmup_ratio: float = 0.1
     checkpointing: bool = True
     scheduler_sizing: str = "optimizer"  # "optimizer": ceil(len / accumulation) * epochs; "slide": len * epochs
@@ -173,7 +173,10 @@ def run(config: LoopConfig | None = None, accelerator=None) -> LoopResult:
     generator = torch.Generator().manual_seed(config.seed)
     train_loader = DataLoader(train, batch_size=config.batch_size, shuffle=True, generator=generator)
     eval_loader = DataLoader(validation, batch_size=100)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+    from effitrain_lessons.trainer import learning_rate_for
+
+    learning_rate = config.learning_rate if config.learning_rate is not None else learning_rate_for(config.model_name)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     # Sized from the dataloader *before* prepare(): the whole data set, whatever the number of processes
     # (the prepared scheduler steps once per process for each optimizer step).
     total = scheduler_length(len(train_loader), config.accumulation, config.epochs, config.scheduler_sizing)
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=defaults.epochs)
     parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="per process and micro-batch")
     parser.add_argument("--accumulation", type=int, default=defaults.accumulation)
-    parser.add_argument("--lr", type=float, default=defaults.learning_rate)
+    parser.add_argument("--lr", type=float, default=None, help="default: 1e-3 for tiny, 2e-5 for a hub model")
     parser.add_argument("--no-checkpointing", action="store_true", help="train without activation checkpointing")
     parser.add_argument("--scheduler-sizing", choices=SIZINGS, default=defaults.scheduler_sizing)
     parser.add_argument("--train-rows", type=int, default=None, help="train on the first N rows only")

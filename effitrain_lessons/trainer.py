@@ -75,13 +75,23 @@ def fresh_model(model_name: str = TINY, seed: int = 0):
     return model
 
 
-def training_arguments(output_dir: str, checkpointing: bool, **overrides) -> TrainingArguments:
+FINE_TUNING_LEARNING_RATE = 2e-5  # for pretrained hub models such as bert-base-uncased (BERT paper: 2e-5 to 5e-5)
+
+
+def learning_rate_for(model_name: str) -> float:
+    """The course's learning rate for a model: 1e-3 for the tiny BERT, which trains from scratch,
+    2e-5 for a pretrained hub model, which 1e-3 would wreck. Lessons 2 and 3."""
+    return TRAINING["learning_rate"] if model_name == TINY else FINE_TUNING_LEARNING_RATE
+
+
+def training_arguments(output_dir: str, checkpointing: bool, model_name: str = TINY, **overrides) -> TrainingArguments:
     """The lesson's `TrainingArguments`: the slide's settings, corrected, plus the course recipe.
 
     The slide's `evaluation_strategy="epoch"` is spelled `eval_strategy` today, and
     `gradient_checkpointing=True` is `activation_checkpointing=True` (the old name still works but
     warns). Micro-batches of 8 pairs with `gradient_accumulation_steps=4` make the course's
-    batch of 32. Nothing is saved to disk and nothing is reported to an online tracker.
+    batch of 32. The learning rate suits `model_name` (`learning_rate_for`). Nothing is saved to
+    disk and nothing is reported to an online tracker.
     Keyword arguments override any of these (for example `num_train_epochs=1`).
     """
     accumulation = 4
@@ -92,7 +102,7 @@ def training_arguments(output_dir: str, checkpointing: bool, **overrides) -> Tra
         per_device_train_batch_size=TRAINING["batch_size"] // accumulation,
         gradient_accumulation_steps=accumulation,
         per_device_eval_batch_size=100,
-        learning_rate=TRAINING["learning_rate"],
+        learning_rate=learning_rate_for(model_name),
         warmup_steps=TRAINING["warmup_ratio"],  # a float below 1 is a fraction of the steps
         num_train_epochs=TRAINING["epochs"],
         logging_strategy="epoch",

@@ -74,6 +74,11 @@ def test_lesson_arguments(tmp_path):
     assert training_arguments(str(tmp_path), checkpointing=False, num_train_epochs=1).num_train_epochs == 1
 
 
+def test_learning_rate_suits_the_model(tmp_path):
+    assert training_arguments(str(tmp_path), checkpointing=True).learning_rate == 1e-3
+    assert training_arguments(str(tmp_path), checkpointing=True, model_name="bert-base-uncased").learning_rate == 2e-5
+
+
 def test_trainer_takes_processing_class_not_tokenizer(tmp_path, splits):
     data = lesson_data()
     args = TrainingArguments(output_dir=str(tmp_path), report_to="none")
