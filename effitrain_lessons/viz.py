@@ -2,7 +2,7 @@
 one exception is slide 3's qualitative Trainer/Accelerator chart, which places two names).
 
 Every `plot_*` function returns a closed `Figure`: the notebook shows it once, as the cell's value
-(closing it keeps pyplot from showing it a second time). Used by lessons 1, 2 and 3.
+(closing it keeps pyplot from showing it a second time). Used by lessons 1 to 4.
 """
 
 from __future__ import annotations
@@ -284,3 +284,103 @@ def plot_schedules(schedules: Mapping[str, list[float]], title: str | None = Non
     if title:
         ax.set_title(title, fontsize=10)
     return _finish(fig)
+
+
+def plot_sync_timeline(syncs: Mapping[str, list[int]], steps: int, devices: int = 2, title: str | None = None) -> Figure:
+    """Slides 7-8 as a picture: one row of compute steps per device, one panel per schedule, and a
+    vertical bar wherever the devices synchronize. `syncs` maps a label to the steps (1-based) after
+    which that schedule communicated; lesson 4 draws the rule first, then the measured steps."""
+    if not syncs:
+        raise ValueError("plot_sync_timeline needs at least one schedule of synchronization steps.")
+    fig, axes = plt.subplots(len(syncs), 1, figsize=(10, 1.1 + 0.45 * devices * len(syncs)), layout="constrained",
+                             squeeze=False)
+    for ax, (label, at) in zip(axes[:, 0], syncs.items()):
+        for device in range(devices):
+            ax.barh(device, [0.8] * steps, left=[s - 0.9 for s in range(1, steps + 1)], height=0.6,
+                    color=MEMORY_COLOURS["parameters"], alpha=0.75)
+        for step in at:
+            if 1 <= step <= steps:
+                ax.axvline(step + 0.0, color=STATUS_COLOURS["recomputed"], lw=2.5)
+        ax.set_yticks(range(devices), [f"device {d}" for d in range(devices)])
+        ax.set_xlim(0, steps + 0.5)
+        ax.set_title(f"{label}: {len([s for s in at if 1 <= s <= steps])} synchronizations in {steps} steps",
+                     fontsize=9, loc="left")
+        ax.spines[["top", "right", "left"]].set_visible(False)
+        ax.invert_yaxis()
+    axes[-1, 0].set_xlabel("training step (blue: compute; orange: all-reduce)")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _finish(fig)
+
+
+def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | None = None) -> Figure:
+    """Lesson 4's results against K: synchronizations and megabytes all-reduced per process (left),
+    final training loss and validation accuracy (right), with data parallel as dashed lines.
+    `rows` are dicts with k, synchronizations, megabytes, final_loss, eval_accuracy; `baseline` the same
+    for data parallel (its k is ignored)."""
+    if not rows:
+        raise ValueError("plot_local_sgd_sweep needs at least one Local SGD row.")
+    ks = [row["k"] for row in rows]
+    fig, (comm_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+    comm_ax.plot(ks, [row["synchronizations"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label="synchronizations")
+    comm_ax.axhline(baseline["synchronizations"], color=STATUS_COLOURS["recomputed"], ls="--", lw=1, label="data parallel")
+    comm_ax.set_ylabel("synchronizations per process")
+    bytes_ax = comm_ax.twinx()
+    bytes_ax.plot(ks, [row["megabytes"] for row in rows], "s:", color=MEMORY_COLOURS["parameters"], label="MB all-reduced")
+    bytes_ax.axhline(baseline["megabytes"], color=MEMORY_COLOURS["parameters"], ls="--", lw=1)
+    bytes_ax.set_ylabel("MB all-reduced per process")
+    comm_ax.set_yscale("log")
+    bytes_ax.set_yscale("log")
+    handles = comm_ax.get_legend_handles_labels()[0] + bytes_ax.get_legend_handles_labels()[0]
+    comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="upper right")
+    comm_ax.set_title("communication", fontsize=10)
+
+    loss_ax.plot(ks, [row["final_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label="final training loss")
+    loss_ax.axhline(baseline["final_loss"], color=MEMORY_COLOURS["activations"], ls="--", lw=1)
+    loss_ax.set_ylabel("final training loss")
+    accuracy_ax = loss_ax.twinx()
+    accuracy_ax.plot(ks, [row["eval_accuracy"] for row in rows], "s:", color=STATUS_COLOURS["stored"], label="validation accuracy")
+    accuracy_ax.axhline(baseline["eval_accuracy"], color=STATUS_COLOURS["stored"], ls="--", lw=1)
+    accuracy_ax.set_ylabel("validation accuracy")
+    handles = loss_ax.get_legend_handles_labels()[0] + accuracy_ax.get_legend_handles_labels()[0]
+    loss_ax.legend(handles=handles, fontsize=8, frameon=False, loc="upper left")
+    loss_ax.set_title("what it costs in quality (dashed: data parallel)", fontsize=10)
+    for ax in (comm_ax, loss_ax):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlabel("K (local_sgd_steps)")
+        ax.spines[["top"]].set_visible(False)
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return _finish(fig)
+
+
+def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4), k: int = 8, num_processes: int = 2):
+    """A K slider and a process-count menu above a figure: changing either calls
+    `run(k, num_processes)`, which must return a new Figure, and shows it in place of the old one.
+    `figure` is shown first (a static image stays where widgets cannot render). Used by lesson 4."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    handle = display(figure, display_id=True)
+    slider = widgets.SelectionSlider(options=list(ks), value=k, description="K", continuous_update=False)
+    menu = widgets.Dropdown(options=list(processes), value=num_processes, description="processes")
+    status = widgets.Label(value="Move K or change the number of processes to run again.")
+
+    def rerun(_change) -> None:
+        status.value = f"running K={slider.value} on {menu.value} processes..."
+        try:
+            new = run(slider.value, menu.value)
+        except (RuntimeError, ValueError) as error:
+            status.value = str(error)
+            return
+        if handle is not None:
+            handle.update(new)
+        status.value = f"K={slider.value}, {menu.value} processes: measured just now."
+
+    slider.observe(rerun, names="value")
+    menu.observe(rerun, names="value")
+    box = widgets.VBox([widgets.HBox([slider, menu]), status])
+    display(box)
+    return box

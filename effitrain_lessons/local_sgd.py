@@ -1,0 +1,483 @@
+"""Lesson 4: Local SGD with Accelerate on real processes, with its communication counted.
+
+`launch(configs, num_processes=2)` forks real worker processes from a notebook (gloo on the CPU),
+runs every configuration in them one after the other, and returns what each process measured:
+its rank and `distributed_type`, the losses, and every all-reduce it made, counted by
+instrumentation rather than by formula:
+
+- data parallel (DDP) all-reduces *gradient buckets* during `backward()`: a DDP communication hook
+  sees each bucket and its bytes;
+- `accelerate.local_sgd.LocalSGD` all-reduces (averages) *parameters* every `local_sgd_steps` calls of
+  `step()` and once more on exit, through `torch.distributed.all_reduce`, which is wrapped to count.
+
+The same training runs as a module under a launcher on many GPUs and machines:
+
+    accelerate launch --num_processes 8 -m effitrain_lessons.local_sgd --k 8 --steps 200
+    torchrun --nproc_per_node 8 -m effitrain_lessons.local_sgd --k 8 --steps 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+MODES = ("ddp", "local_sgd")
+
+
+@dataclass
+class RunConfig:
+    """One training run, the same in every process (each reads its own share of the data)."""
+
+    mode: str = "local_sgd"  # "ddp": synchronize gradients every step; "local_sgd": average parameters every k steps
+    k: int = 8  # LocalSGD's local_sgd_steps
+    steps: int = 160  # micro-batches per process
+    batch_size: int = 16  # per process and micro-batch
+    accumulation: int = 1
+    learning_rate: float = 1e-3
+    layers: int = 4  # encoder layers of the tiny BERT
+    seed: int = 0
+    cpu: bool = True
+
+    @property
+    def label(self) -> str:
+        name = "data parallel" if self.mode == "ddp" else f"Local SGD, K={self.k}"
+        return name + (f", accumulation {self.accumulation}" if self.accumulation > 1 else "")
+
+    def check(self) -> None:
+        """Raise ValueError with one sentence for a setting a run cannot use."""
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
+        for name in ("k", "steps", "batch_size", "accumulation", "layers"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+
+
+@dataclass
+class ProcessReport:
+    """What one process measured in one run."""
+
+    rank: int
+    num_processes: int
+    distributed_type: str
+    config: dict
+    losses: list[float] = field(default_factory=list)  # each micro-batch's loss in this process
+    gradient_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (step, bytes) per DDP bucket
+    parameter_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (round, bytes) per all_reduce call
+    round_steps: list[int] = field(default_factory=list)  # the step at which each barrier-started round began
+    fingerprints: list[str] = field(default_factory=list)  # digest of all parameters after each step
+    final_fingerprint: str = ""  # after the run (for LocalSGD: after its last average, on exit)
+    eval_loss: float = float("nan")
+    eval_accuracy: float = float("nan")
+    seconds: float = 0.0
+
+    @property
+    def allreduce_calls(self) -> int:
+        return len(self.gradient_allreduces) + len(self.parameter_allreduces)
+
+    @property
+    def allreduce_bytes(self) -> int:
+        return sum(size for _, size in self.gradient_allreduces + self.parameter_allreduces)
+
+    @property
+    def synchronizations(self) -> int:
+        """Rounds of communication: steps at which DDP all-reduced gradients, plus rounds in which
+        parameters were all-reduced (each LocalSGD average starts with a barrier; the average on
+        exit is one more round)."""
+        return len(self.sync_steps)
+
+    @property
+    def sync_steps(self) -> list[int]:
+        """The step of each synchronization (-1: LocalSGD's average on exit, in lesson runs)."""
+        gradient_steps = {step for step, _ in self.gradient_allreduces}
+        parameter_rounds = {round_ for round_, _ in self.parameter_allreduces}
+        return sorted(list(gradient_steps) + [self.round_steps[r] for r in parameter_rounds])
+
+    @property
+    def final_loss(self) -> float:
+        """Mean loss of the last 20 micro-batches (less noisy than the last one)."""
+        tail = self.losses[-20:]
+        return sum(tail) / len(tail) if tail else float("nan")
+
+    def describe(self) -> str:
+        return (
+            f"process {self.rank} of {self.num_processes}: distributed_type={self.distributed_type}, "
+            f"num_processes={self.num_processes}"
+        )
+
+
+EXIT = -1  # the step recorded for LocalSGD's average on exit
+
+
+class _CommunicationCounter:
+    """Counts all-reduces in this process while active: DDP's gradient buckets through a
+    communication hook, and every `torch.distributed.all_reduce` call (LocalSGD's averages)."""
+
+    def __init__(self, report: ProcessReport):
+        self.report = report
+        self.step = 0
+        self.round = -1
+        self._in_ddp_hook = False
+
+    def ddp_hook(self, state, bucket):
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        buffer = bucket.buffer()
+        self.report.gradient_allreduces.append((self.step, buffer.numel() * buffer.element_size()))
+        self._in_ddp_hook = True  # its all_reduce is this bucket's, already counted
+        try:
+            return default_hooks.allreduce_hook(None, bucket)
+        finally:
+            self._in_ddp_hook = False
+
+    @contextlib.contextmanager
+    def counting_all_reduce(self):
+        original_all_reduce, original_barrier = torch.distributed.all_reduce, torch.distributed.barrier
+
+        def all_reduce(tensor, *args, **kwargs):
+            if not self._in_ddp_hook:
+                if self.round < 0:  # an all-reduce outside any barrier-started round
+                    self._new_round()
+                self.report.parameter_allreduces.append((self.round, tensor.numel() * tensor.element_size()))
+            return original_all_reduce(tensor, *args, **kwargs)
+
+        def barrier(*args, **kwargs):
+            self._new_round()
+            return original_barrier(*args, **kwargs)
+
+        torch.distributed.all_reduce, torch.distributed.barrier = all_reduce, barrier
+        try:
+            yield
+        finally:
+            torch.distributed.all_reduce, torch.distributed.barrier = original_all_reduce, original_barrier
+
+    def _new_round(self) -> None:
+        self.round += 1
+        self.report.round_steps.append(self.step)
+
+
+def fingerprint(model: torch.nn.Module) -> str:
+    """A digest of every parameter's bytes: equal only when the parameters are bit-identical."""
+    digest = hashlib.blake2b(digest_size=8)
+    for parameter in model.parameters():
+        digest.update(parameter.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _batches(loader, steps: int):
+    done = 0
+    while True:
+        for batch in loader:
+            if done == steps:
+                return
+            yield batch
+            done += 1
+
+
+def train_process(config: RunConfig, splits=None) -> ProcessReport:
+    """One run of slide 9's loop in this process (started by a launcher, or by `launch`)."""
+    from accelerate import Accelerator
+    from accelerate.local_sgd import LocalSGD
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader
+
+    from effitrain_lessons.data import tokenized_mrpc
+    from effitrain_lessons.models import tiny_bert
+
+    config.check()
+    accelerator = Accelerator(gradient_accumulation_steps=config.accumulation, cpu=config.cpu)
+    report = ProcessReport(
+        rank=accelerator.process_index,
+        num_processes=accelerator.num_processes,
+        distributed_type=accelerator.distributed_type.value,
+        config=asdict(config),
+    )
+    splits = splits if splits is not None else tokenized_mrpc()
+    validation = splits["validation"][:]
+    torch.manual_seed(config.seed)  # the same initial weights in every process
+    model = tiny_bert(num_hidden_layers=config.layers, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    loader = DataLoader(splits["train"], batch_size=config.batch_size, shuffle=True,
+                        generator=torch.Generator().manual_seed(config.seed))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+
+    counter = _CommunicationCounter(report)
+    if isinstance(model, DistributedDataParallel):
+        model.register_comm_hook(None, counter.ddp_hook)
+    local_sgd = LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=config.k,
+                         enabled=config.mode == "local_sgd")
+    start = time.perf_counter()
+    model.train()
+    with counter.counting_all_reduce():
+        with local_sgd if config.mode == "local_sgd" else contextlib.nullcontext():
+            for step, batch in enumerate(_batches(loader, config.steps), start=1):
+                counter.step = step
+                with accelerator.accumulate(model):
+                    loss = model(**batch).loss
+                    accelerator.backward(loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    if config.mode == "local_sgd":
+                        local_sgd.step()  # where slide 9 puts it: counts micro-batches
+                report.losses.append(loss.item())
+                report.fingerprints.append(fingerprint(model))
+            counter.step = EXIT
+    accelerator.wait_for_everyone()
+    report.seconds = time.perf_counter() - start
+    report.final_fingerprint = fingerprint(model)
+
+    # Every process evaluates its own (final) model on the whole validation split: no communication.
+    model.eval()
+    with torch.no_grad():
+        batch = {name: column.to(accelerator.device) for name, column in validation.items()}
+        outputs = accelerator.unwrap_model(model)(**batch)
+    report.eval_loss = outputs.loss.item()
+    report.eval_accuracy = (outputs.logits.argmax(-1) == batch["labels"]).float().mean().item()
+    return report
+
+
+def expected_synchronizations(config: RunConfig) -> int:
+    """The rule the counts are checked against: data parallel all-reduces gradients at every
+    micro-batch's backward (with accumulation: every optimizer step); LocalSGD averages
+    parameters every k calls of `step()` and once more on exit: floor(steps / k) + 1."""
+    if config.mode == "ddp":
+        return -(-config.steps // config.accumulation)
+    return config.steps // config.k + 1
+
+
+def summary(reports: list[ProcessReport]) -> dict:
+    """One row of the lesson's results table from the reports of one run (all processes)."""
+    first = reports[0]
+    config = RunConfig(**first.config)
+    return {
+        "run": config.label,
+        "k": config.k if config.mode == "local_sgd" else None,
+        "synchronizations": first.synchronizations,
+        "expected": expected_synchronizations(config),
+        "allreduce_calls": first.allreduce_calls,
+        "megabytes": first.allreduce_bytes / 1e6,
+        "gradient_allreduces": len(first.gradient_allreduces),
+        "final_loss": sum(report.final_loss for report in reports) / len(reports),
+        "eval_loss": first.eval_loss,
+        "eval_accuracy": first.eval_accuracy,
+        "seconds": max(report.seconds for report in reports),
+        "same_in_every_process": all(
+            report.synchronizations == first.synchronizations and report.allreduce_bytes == first.allreduce_bytes
+            for report in reports
+        ),
+        "equal_at_end": len({report.final_fingerprint for report in reports}) == 1,
+    }
+
+
+def agreement(reports: list[ProcessReport], steps: int | None = None) -> str:
+    """One character per step: '=' where every process held bit-identical parameters after the
+    step, '.' where they differed."""
+    fingerprints = [report.fingerprints[:steps] for report in reports]
+    return "".join("=" if len(set(step)) == 1 else "." for step in zip(*fingerprints))
+
+
+# ---------------------------------------------------------------------------------------------
+# Launching real processes from a notebook
+# ---------------------------------------------------------------------------------------------
+
+
+def can_fork() -> bool:
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int) -> None:
+    log = open(Path(folder) / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
+    sys.stdout = sys.stderr = log
+    os.environ.update(
+        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size),
+        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+    )
+    torch.set_num_threads(threads)
+    # A forked child inherits the parent's Accelerate state; start from a clean one.
+    from accelerate.state import AcceleratorState, GradientState, PartialState
+
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    PartialState._reset_state()
+    try:
+        reports = job()
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        raise
+    (Path(folder) / f"rank{rank}.json").write_text(json.dumps(reports), encoding="utf-8")
+    torch.distributed.destroy_process_group()
+
+
+def _start(job, num_processes: int, timeout: float) -> list[list[dict]]:
+    """Fork `num_processes` workers that each run `job()` (returning a list of report dicts) and
+    collect what each returned; stop them all on failure or timeout."""
+    if not can_fork():
+        raise RuntimeError(
+            "This platform cannot fork processes (Windows): run the lesson's training in a terminal instead, "
+            "with torchrun --nproc_per_node 2 -m effitrain_lessons.local_sgd --cpu."
+        )
+    if isinstance(num_processes, bool) or not isinstance(num_processes, int) or not 2 <= num_processes <= 8:
+        raise ValueError(f"num_processes must be a whole number from 2 to 8, got {num_processes!r}.")
+    threads = max(1, (os.cpu_count() or 1) // num_processes)
+    with tempfile.TemporaryDirectory(prefix="effitrain-localsgd-") as folder:
+        context = torch.multiprocessing.start_processes(
+            _child, args=(num_processes, _free_port(), folder, job, threads),
+            nprocs=num_processes, join=False, start_method="fork",
+        )
+        deadline = time.monotonic() + timeout
+        try:
+            while not context.join(timeout=0.5):
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+        except TimeoutError:
+            raise RuntimeError(f"The processes did not finish within {timeout:.0f} s and were stopped: "
+                               f"try fewer steps or configurations.") from None
+        except Exception as error:  # a process raised or died: torch has stopped the others
+            raise RuntimeError(
+                f"A training process failed ({type(error).__name__}); its log ends: {_log_tail(folder)}"
+            ) from None
+        finally:
+            for process in context.processes:
+                if process.is_alive():
+                    process.kill()
+                process.join(timeout=5)
+        return [json.loads((Path(folder) / f"rank{rank}.json").read_text()) for rank in range(num_processes)]
+
+
+def launch(configs: list[RunConfig], num_processes: int = 2, timeout: float = 300.0) -> list[list[ProcessReport]]:
+    """Run every configuration in `num_processes` real processes forked from this one (gloo, CPU).
+
+    Returns, for each configuration, one `ProcessReport` per process (rank order). The processes
+    are started once and run the configurations one after the other. When a process fails or the
+    whole launch takes longer than `timeout` seconds, every process is stopped and RuntimeError
+    says why; no process outlives the call. Needs `fork` (Linux, macOS); used by lesson 4.
+    """
+    configs = list(configs)
+    if not configs:
+        raise ValueError("launch needs at least one RunConfig.")
+    for config in configs:
+        config.check()
+
+    def job() -> list[dict]:
+        from effitrain_lessons.data import tokenized_mrpc
+
+        splits = tokenized_mrpc()
+        return [asdict(train_process(config, splits)) for config in configs]
+
+    per_rank = _start(job, num_processes, timeout)
+    return [[ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))]
+
+
+def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size: int = 8,
+                    timeout: float = 120.0) -> list[ProcessReport]:
+    """Run `loop(accelerator, model, optimizer, dataloader)` in real processes and count its
+    communication (lesson 4's exercise checks a learner's loop with it).
+
+    Each process gets `batches` batches of a 1-layer tiny BERT's training data; a step is one
+    forward pass of the model. Returns one `ProcessReport` per process.
+    """
+    if not callable(loop):
+        raise TypeError("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader).")
+
+    def job() -> list[dict]:
+        from accelerate import Accelerator
+        from torch.nn.parallel import DistributedDataParallel
+        from torch.utils.data import DataLoader
+
+        from effitrain_lessons.data import tokenized_mrpc
+        from effitrain_lessons.models import tiny_bert
+
+        accelerator = Accelerator(cpu=True)
+        report = ProcessReport(rank=accelerator.process_index, num_processes=accelerator.num_processes,
+                               distributed_type=accelerator.distributed_type.value, config={})
+        torch.manual_seed(0)
+        model = tiny_bert(num_hidden_layers=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        counter = _CommunicationCounter(report)
+
+        def count_step(module, args, kwargs):
+            counter.step += 1
+
+        model.register_forward_pre_hook(count_step, with_kwargs=True)
+        rows = tokenized_mrpc()["train"].select(range(batches * batch_size * accelerator.num_processes))
+        loader = DataLoader(rows, batch_size=batch_size)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+        if isinstance(model, DistributedDataParallel):
+            model.register_comm_hook(None, counter.ddp_hook)
+        with counter.counting_all_reduce():
+            loop(accelerator, model, optimizer, loader)
+        accelerator.wait_for_everyone()
+        report.final_fingerprint = fingerprint(model)
+        return [asdict(report)]
+
+    per_rank = _start(job, num_processes, timeout)
+    return [ProcessReport(**per_rank[rank][0]) for rank in range(num_processes)]
+
+
+def _log_tail(folder: str) -> str:
+    lines = []
+    for log in sorted(Path(folder).glob("rank*.log")):
+        text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        if text:
+            lines.append(f"[{log.stem}] {text[-1]}")
+    return " | ".join(lines) or "(no output)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m effitrain_lessons.local_sgd",
+        description="Lesson 4's training with Local SGD (or plain data parallel), counting its all-reduces. "
+        "Start it with accelerate launch or torchrun for several processes.",
+    )
+    defaults = RunConfig()
+    parser.add_argument("--mode", choices=MODES, default=defaults.mode)
+    parser.add_argument("--k", type=int, default=defaults.k, help="LocalSGD's local_sgd_steps")
+    parser.add_argument("--steps", type=int, default=defaults.steps, help="micro-batches per process")
+    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    parser.add_argument("--accumulation", type=int, default=defaults.accumulation)
+    parser.add_argument("--lr", type=float, default=defaults.learning_rate)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--cpu", action="store_true", help="use the CPU (gloo) even where GPUs are present")
+    parser.add_argument("--json", default=None, help="write every process's report to FILE.rankN.json")
+    args = parser.parse_args(argv)
+    config = RunConfig(mode=args.mode, k=args.k, steps=args.steps, batch_size=args.batch_size,
+                       accumulation=args.accumulation, learning_rate=args.lr, seed=args.seed, cpu=args.cpu)
+    try:
+        report = train_process(config)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(report.describe(), flush=True)
+    print(
+        f"[rank {report.rank}] {config.label}: {report.synchronizations} synchronizations, "
+        f"{report.allreduce_calls} all-reduce calls, {report.allreduce_bytes:,} bytes; "
+        f"final loss {report.final_loss:.4f}; validation loss {report.eval_loss:.4f}, accuracy {report.eval_accuracy:.3f}",
+        flush=True,
+    )
+    if args.json:
+        Path(f"{args.json}.rank{report.rank}.json").write_text(json.dumps(asdict(report)), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,191 @@
+"""Tests for lesson 4: real processes, communication counted by instrumentation, and cleanup.
+
+Every launch forks 2 processes that talk over gloo on this machine's CPU.
+"""
+
+import json
+import socket
+import subprocess
+import sys
+
+import psutil
+import pytest
+from matplotlib.figure import Figure
+
+from effitrain_lessons import local_sgd, viz
+from effitrain_lessons.local_sgd import RunConfig, agreement, expected_synchronizations, launch, run_custom_loop, summary
+from effitrain_lessons.models import tiny_bert
+
+STEPS = 24
+
+
+def parameter_bytes(layers: int) -> int:
+    return sum(p.numel() * p.element_size() for p in tiny_bert(num_hidden_layers=layers).parameters())
+
+
+def no_children() -> bool:
+    return psutil.Process().children(recursive=True) == []
+
+
+@pytest.fixture(scope="module")
+def runs():
+    configs = [
+        RunConfig(mode="ddp", steps=STEPS, layers=1),
+        RunConfig(mode="local_sgd", k=8, steps=STEPS, layers=1),
+        RunConfig(mode="local_sgd", k=5, steps=STEPS, layers=1),
+        RunConfig(mode="local_sgd", k=8, steps=16, accumulation=2, layers=1),
+        RunConfig(mode="ddp", steps=16, accumulation=2, layers=1),
+    ]
+    return configs, launch(configs, num_processes=2)
+
+
+def test_every_process_is_really_distributed(runs):
+    configs, results = runs
+    for reports in results:
+        assert [report.rank for report in reports] == [0, 1]
+        for report in reports:
+            assert report.distributed_type == "MULTI_CPU" and report.num_processes == 2
+            assert report.describe() == f"process {report.rank} of 2: distributed_type=MULTI_CPU, num_processes=2"
+
+
+def test_data_parallel_synchronizes_gradients_every_step(runs):
+    configs, results = runs
+    for report in results[0]:
+        assert report.synchronizations == STEPS and report.sync_steps == list(range(1, STEPS + 1))
+        assert report.parameter_allreduces == []
+        # All gradients, once per step (this small model fits in one bucket).
+        assert report.allreduce_bytes == STEPS * parameter_bytes(1)
+    # With accumulation 2, DDP skips the synchronization on the first micro-batch of each pair.
+    for report in results[4]:
+        assert report.synchronizations == 8 and report.sync_steps == list(range(2, 17, 2))
+
+
+@pytest.mark.parametrize("index, k, steps", [(1, 8, STEPS), (2, 5, STEPS), (3, 8, 16)])
+def test_local_sgd_synchronizes_floor_steps_over_k_plus_one_times(runs, index, k, steps):
+    configs, results = runs
+    assert expected_synchronizations(configs[index]) == steps // k + 1
+    for report in results[index]:
+        assert report.synchronizations == steps // k + 1
+        assert report.sync_steps == [local_sgd.EXIT] + list(range(k, steps + 1, k))
+        assert report.gradient_allreduces == []  # inside LocalSGD gradients are never all-reduced
+        # Each synchronization averages every parameter tensor once.
+        n_tensors = len(list(tiny_bert(num_hidden_layers=1).parameters()))
+        assert len(report.parameter_allreduces) == report.synchronizations * n_tensors
+        assert report.allreduce_bytes == report.synchronizations * parameter_bytes(1)
+
+
+def test_parameters_drift_between_synchronizations_and_agree_after_them(runs):
+    configs, results = runs
+    strip = agreement(results[1])
+    assert strip == ("." * 7 + "=") * 3  # K = 8, 24 steps
+    assert agreement(results[0]) == "=" * STEPS  # data parallel: identical after every step
+    for reports in results:
+        assert len({report.final_fingerprint for report in reports}) == 1
+    assert all(summary(reports)["same_in_every_process"] for reports in results)
+
+
+def test_final_loss_of_k8_is_within_the_stated_tolerance_of_data_parallel():
+    """The notebook's tolerance: 0.05 in validation loss, after 160 steps of 2 processes."""
+    ddp, k8 = launch([RunConfig(mode="ddp", steps=160, layers=2), RunConfig(mode="local_sgd", k=8, steps=160, layers=2)],
+                     num_processes=2)
+    assert abs(k8[0].eval_loss - ddp[0].eval_loss) <= 0.05
+    # Both learned: well below the majority baseline's loss of about 0.64.
+    assert ddp[0].eval_loss < 0.55 and k8[0].eval_loss < 0.55
+    assert k8[0].allreduce_bytes < ddp[0].allreduce_bytes / 7
+
+
+def test_the_exercise_check_tells_a_fixed_loop_from_a_broken_one():
+    from accelerate.local_sgd import LocalSGD
+
+    def fixed(accelerator, model, optimizer, dataloader):
+        with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=4, enabled=True) as sgd:
+            for batch in dataloader:
+                with accelerator.accumulate(model):
+                    accelerator.backward(model(**batch).loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    sgd.step()
+
+    def broken(accelerator, model, optimizer, dataloader):
+        with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=4, enabled=True) as sgd:
+            for batch in dataloader:
+                with accelerator.accumulate(model):
+                    accelerator.backward(model(**batch).loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+            sgd.step()
+
+    good, bad = run_custom_loop(fixed), run_custom_loop(broken)
+    assert [r.synchronizations for r in good] == [4, 4] and good[0].sync_steps == [4, 8, 12, 12]
+    assert [r.synchronizations for r in bad] == [1, 1]
+    assert no_children()
+
+
+# --- failures stop every process ------------------------------------------------------------
+
+
+def test_a_failing_process_stops_them_all_with_one_sentence():
+    def crash(accelerator, model, optimizer, dataloader):
+        raise ValueError("boom in the loop")
+
+    with pytest.raises(RuntimeError, match=r"A training process failed .*ValueError: boom in the loop"):
+        run_custom_loop(crash)
+    assert no_children()
+
+
+def test_a_launch_past_its_timeout_is_stopped():
+    with pytest.raises(RuntimeError, match=r"did not finish within 3 s and were stopped"):
+        launch([RunConfig(mode="ddp", steps=100_000, layers=1)], timeout=3)
+    assert no_children()
+
+
+def test_without_fork_one_sentence_instead_of_a_hang(monkeypatch):
+    monkeypatch.setattr(local_sgd, "can_fork", lambda: False)
+    with pytest.raises(RuntimeError, match=r"cannot fork processes .*torchrun --nproc_per_node 2"):
+        launch([RunConfig()])
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: launch([RunConfig(mode="allreduce")]), "mode must be one of"),
+        (lambda: launch([RunConfig(k=0)]), "k must be a whole number of at least 1"),
+        (lambda: launch([]), "at least one RunConfig"),
+        (lambda: launch([RunConfig()], num_processes=1), "num_processes must be a whole number from 2 to 8"),
+        (lambda: run_custom_loop("not a function"), "needs a function"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()
+
+
+# --- the module under a launcher ---------------------------------------------------------------
+
+
+def test_module_runs_under_torchrun_on_two_processes(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    out = tmp_path / "report"
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
+               "-m", "effitrain_lessons.local_sgd", "--cpu", "--k", "4", "--steps", "8", "--json", str(out)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    for rank in (0, 1):
+        assert f"process {rank} of 2: distributed_type=MULTI_CPU, num_processes=2" in finished.stdout
+        report = json.loads((tmp_path / f"report.rank{rank}.json").read_text())
+        assert report["num_processes"] == 2 and len(report["losses"]) == 8
+    assert "Local SGD, K=4: 3 synchronizations" in finished.stdout
+
+
+# --- figures -----------------------------------------------------------------------------------
+
+
+def test_lesson_4_figures(runs):
+    configs, results = runs
+    rows = [summary(reports) for reports in results]
+    assert isinstance(viz.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure)
+    assert isinstance(viz.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0]), Figure)
+    with pytest.raises(ValueError):
+        viz.plot_sync_timeline({}, steps=4)
