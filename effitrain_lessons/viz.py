@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, Patch
+from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from effitrain_lessons.checkpointing import SegmentSweep, StepTrace, chen_flops_ratio, chen_memory
 from effitrain_lessons.memory import TrainingMemory, format_bytes
@@ -200,9 +201,9 @@ def plot_trainer_vs_accelerator() -> Figure:
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     tools = {"Trainer": (0.25, 0.8, "#4c72b0"), "Accelerator": (0.8, 0.3, "#f08c2e")}
     for name, (custom, ease, colour) in tools.items():
-        ax.add_patch(Circle((custom, ease), 0.1, color=colour, alpha=0.85))
-        ax.text(custom, ease, name, ha="center", va="center", color="white", fontsize=10, weight="bold")
-    ax.annotate("", xy=(0.68, 0.36), xytext=(0.37, 0.74),
+        ax.add_patch(Circle((custom, ease), 0.15, color=colour, alpha=0.85))
+        ax.text(custom, ease, name, ha="center", va="center", color="white", fontsize=9, weight="bold")
+    ax.annotate("", xy=(0.66, 0.38), xytext=(0.38, 0.7),
                 arrowprops=dict(arrowstyle="->", color="#777777", lw=1.2))
     ax.text(0.56, 0.6, "you write the loop", fontsize=8, color="#555555", rotation=-40, ha="center")
     ax.set(xlim=(0, 1.05), ylim=(0, 1.05), xticks=[], yticks=[], aspect="equal")
@@ -329,10 +330,12 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
     bytes_ax.plot(ks, [row["megabytes"] for row in rows], "s:", color=MEMORY_COLOURS["parameters"], label="MB all-reduced")
     bytes_ax.axhline(baseline["megabytes"], color=MEMORY_COLOURS["parameters"], ls="--", lw=1)
     bytes_ax.set_ylabel("MB all-reduced per process")
-    comm_ax.set_yscale("log")
-    bytes_ax.set_yscale("log")
+    for ax in (comm_ax, bytes_ax):
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(ScalarFormatter())
+        ax.yaxis.set_minor_formatter(NullFormatter())
     handles = comm_ax.get_legend_handles_labels()[0] + bytes_ax.get_legend_handles_labels()[0]
-    comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="upper right")
+    comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="lower left")
     comm_ax.set_title("communication", fontsize=10)
 
     loss_ax.plot(ks, [row["final_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label="final training loss")
@@ -343,7 +346,7 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
     accuracy_ax.axhline(baseline["eval_accuracy"], color=STATUS_COLOURS["stored"], ls="--", lw=1)
     accuracy_ax.set_ylabel("validation accuracy")
     handles = loss_ax.get_legend_handles_labels()[0] + accuracy_ax.get_legend_handles_labels()[0]
-    loss_ax.legend(handles=handles, fontsize=8, frameon=False, loc="upper left")
+    loss_ax.legend(handles=handles, fontsize=8, frameon=False, loc="best")
     loss_ax.set_title("what it costs in quality (dashed: data parallel)", fontsize=10)
     for ax in (comm_ax, loss_ax):
         ax.set_xscale("log", base=2)
