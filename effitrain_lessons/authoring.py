@@ -348,6 +348,10 @@ def _clean(notebook: dict, master: dict, edition: str, source_ids: list[str | No
             kept["outputs"] = []
         elif cell.get("attachments"):
             kept["attachments"] = cell["attachments"]
+        if kept["cell_type"] == "code" and kept["source"].startswith("# Initialize Otter"):
+            # The lessons' grader is otter's, honest about hidden tests (effitrain_lessons.checks).
+            kept["source"] = kept["source"].replace("import otter\ngrader = otter.Notebook(",
+                                                    "from effitrain_lessons.checks import Notebook\ngrader = Notebook(")
         cells.append(kept)
 
     setup = {

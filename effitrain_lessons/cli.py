@@ -59,12 +59,17 @@ def main(argv: list[str] | None = None) -> int:
     lab.add_argument("--dir", type=Path, default=None, help="folder of lessons (default: the checkout's notebooks/)")
     commands.add_parser("info", help="versions, device, and whether the hub is reachable")
     commands.add_parser("build", help="build the learner and solution editions from lessons/ (--check: only compare)")
+    commands.add_parser("grade", help="grade learners' notebooks: effitrain grade SUBMISSION... --out DIR")
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["build"]:  # the build has its own options
         from effitrain_lessons.authoring import main_build
 
         return main_build(argv[1:])
+    if argv[:1] == ["grade"]:  # so does grading
+        from effitrain_lessons.grading import main_grade
+
+        return main_grade(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "info":
         print("\n".join(info_lines()))
