@@ -103,7 +103,7 @@ def test_every_edition_starts_with_the_setup_cell(name, kind):
     ) in source(first)
     assert not re.search(r"^\s*[%!]", source(first), flags=re.MULTILINE), "no IPython magics"
     second = read(name, kind)["cells"][1]
-    assert source(second).endswith(f'grader = otter.Notebook("{name}.ipynb")')
+    assert source(second).endswith(f'from effitrain_lessons.checks import Notebook\ngrader = Notebook("{name}.ipynb")')
 
 
 def test_the_setup_cell_says_in_one_sentence_what_to_do_without_the_package(monkeypatch):
