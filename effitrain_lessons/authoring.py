@@ -10,10 +10,10 @@ Otter Assign on a copy of it in a temporary folder, then cleans and places what 
 
 Every edition starts with the setup cell below (one home: `setup_cell_source`), then the
 `grader = Notebook("NN_<name>.ipynb")` cell (otter's grader, made honest about hidden tests by
-`effitrain_lessons.checks`). Tests live in the notebook's metadata, which otter reads from the notebook file in the kernel's working folder: the notebook's own folder under
-JupyterLab and nbval. Colab keeps the notebook off disk and otter insists on a `tests/` folder
-there, so on Colab the setup cell calls `fetch_tests`, which downloads the edition and writes its
-tests as files.
+`effitrain_lessons.checks`). Tests live in the notebook's metadata, which otter reads from the
+notebook file in the kernel's working folder: the notebook's own folder under JupyterLab and nbval.
+Colab keeps the notebook off disk and otter insists on a `tests/` folder there, so on Colab the
+setup cell calls `fetch_tests`, which downloads the edition and writes its tests as files.
 
 Editions are clean and deterministic (no outputs, no execution counts, no per-run metadata, cell
 ids kept from the source or derived from content), so building twice gives identical bytes, and

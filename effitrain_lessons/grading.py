@@ -383,8 +383,10 @@ def submissions_in(paths: list[str]) -> list[Path]:
         path = Path(raw)
         if path.is_dir():
             found += sorted(p for p in path.glob("*.ipynb") if p.is_file())
-        else:
+        elif path.exists():
             found.append(path)
+        else:
+            raise ValueError(f"{raw} does not exist: pass notebook files, or folders that contain them.")
     return found
 
 

@@ -210,4 +210,6 @@ def test_every_edition_uses_the_honest_grader():
 def test_grade_command_reports_bad_options(tmp_path, capsys):
     assert grading.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
     assert grading.main_grade([str(tmp_path / "nothing_here"), "--out", str(tmp_path / "o")]) == 2
+    assert "nothing_here does not exist" in capsys.readouterr().err
+    assert grading.main_grade([str(tmp_path), "--out", str(tmp_path / "o")]) == 2  # an empty folder
     assert "No submissions found" in capsys.readouterr().err
