@@ -39,6 +39,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from nbclient import NotebookClient
+
 from effitrain_lessons.authoring import ROOT, edition_paths, lesson_names
 
 ANSWER_TAG = "otter_answer_cell"
@@ -66,7 +68,7 @@ class QuestionResult:
 class SubmissionResult:
     file: str
     lesson: str | None
-    status: str  # graded, malformed, timeout, memory, kernel died, error
+    status: str  # graded, malformed, timeout, memory, output, kernel died, error
     reason: str = ""
     questions: dict[str, QuestionResult] = field(default_factory=dict)
     seconds: float = 0.0
@@ -233,7 +235,6 @@ def _kill_descendants(pid: int) -> None:
 
 
 def _worker(submission_path: str, lesson_name: str, course: str, report_path: str, output_bytes: int) -> int:
-    from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
     _become_subreaper()
@@ -245,7 +246,7 @@ def _worker(submission_path: str, lesson_name: str, course: str, report_path: st
         notebook, report["missing"] = grading_notebook(submission, lesson, result_path)
         import nbformat
 
-        client = _CappedClient(nbformat.from_dict(notebook), allow_errors=True, timeout=None, kernel_name="python3",
+        client = CappedClient(nbformat.from_dict(notebook), allow_errors=True, timeout=None, kernel_name="python3",
                                resources={"metadata": {"path": workdir}})
         client.output_budget = output_bytes
         try:
@@ -268,23 +269,16 @@ def _worker(submission_path: str, lesson_name: str, course: str, report_path: st
     return 0
 
 
-class _CappedClient:
+class CappedClient(NotebookClient):
     """nbclient's NotebookClient, keeping at most `output_budget` bytes of the notebook's output."""
 
-    def __new__(cls, *args, **kwargs):
-        from nbclient import NotebookClient
+    output_budget = DEFAULT_OUTPUT_BYTES
 
-        class Capped(NotebookClient):
-            output_budget = DEFAULT_OUTPUT_BYTES
-
-            def output(self, outs, msg, display_id, cell_index):
-                size = len(json.dumps(msg.get("content", {}), default=str))
-                self.output_budget -= size
-                if self.output_budget < 0:
-                    return None  # dropped: the submission printed more than it may
-                return super().output(outs, msg, display_id, cell_index)
-
-        return Capped(*args, **kwargs)
+    def output(self, outs, msg, display_id, cell_index):
+        self.output_budget -= len(json.dumps(msg.get("content", {}), default=str))
+        if self.output_budget < 0:
+            return None  # dropped: the submission printed more than it may
+        return super().output(outs, msg, display_id, cell_index)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,8 +351,9 @@ def grade_one(path: Path, names: list[str], course: Path, timeout: float, memory
     result.status, result.reason = report["status"], report["reason"]
     if report["memory"] and result.status == "graded":
         result.status, result.reason = "memory", f"a cell exhausted the {memory_mb} MiB memory cap"
-    if report["truncated"]:
-        result.reason = "; ".join(filter(None, [result.reason, "printed more than allowed (the rest was dropped)"]))
+    if report["truncated"]:  # however the kernel then ended, the cause is the endless output
+        result.status = "output"
+        result.reason = f"printed more than the {output_bytes / 1e6:g} MB allowed (the rest was dropped)"
     for question, outcome in report["results"].items():
         entry = result.questions.setdefault(question, QuestionResult(question, 0.0, lesson.points.get(question, 1.0)))
         if "error" in outcome:
