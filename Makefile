@@ -1,6 +1,7 @@
 # Quick start: `make lab` opens the lessons, `make test` runs every test.
 # Both create .venv on first use; later runs reuse it (the stamp changes only
-# when pyproject.toml or constraints.txt does).
+# when pyproject.toml or constraints.txt does). `make test` also installs Debian's
+# Chromium for the browser tests when it is missing (apt-get, as root or via sudo).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -9,8 +10,11 @@ STAMP := $(VENV)/.effitrain-setup
 PORT ?= 8888
 NO_BROWSER ?=
 PYTEST_ARGS ?=
+BENCH_ARGS ?=
+CHROMIUM ?= /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: setup lab test notebooks clean
+.PHONY: setup browser lab test bench notebooks clean
 
 setup: $(STAMP)
 
@@ -19,11 +23,26 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test]"
 	touch $(STAMP)
 
+# The browser tests drive the system Chromium; no browser is downloaded by Playwright.
+browser: $(CHROMIUM)
+
+$(CHROMIUM):
+	@if command -v apt-get >/dev/null; then \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "No apt-get here: install Chromium yourself and set EFFITRAIN_CHROMIUM, or the browser tests are skipped."; \
+	fi
+
 lab: setup
 	$(BIN)/effitrain lab --port $(PORT) $(if $(NO_BROWSER),--no-browser)
 
-test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+test: setup browser
+	EFFITRAIN_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Benchmarks (about 30 min): writes benchmarks/RESULTS.md and RESULTS.json, compared with the
+# committed ones. BENCH_ARGS="--repeats 1" for a quicker look.
+bench: setup
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 notebooks: setup
 	$(BIN)/effitrain build
