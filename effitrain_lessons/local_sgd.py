@@ -328,6 +328,16 @@ def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int
     torch.distributed.destroy_process_group()
 
 
+def _preload() -> None:
+    """Import here, once, what every worker needs: forked workers then share these pages with this
+    process instead of each importing (and holding) its own copy, and start training at once."""
+    import accelerate.local_sgd  # noqa: F401
+    import torch.distributed  # noqa: F401
+    from torch.nn.parallel import DistributedDataParallel  # noqa: F401
+
+    from effitrain_lessons.models import tiny_bert  # noqa: F401  (transformers' BERT)
+
+
 def _start(job, num_processes: int, timeout: float) -> list[list[dict]]:
     """Fork `num_processes` workers that each run `job()` (returning a list of report dicts) and
     collect what each returned; stop them all on failure or timeout."""
@@ -339,6 +349,7 @@ def _start(job, num_processes: int, timeout: float) -> list[list[dict]]:
     if isinstance(num_processes, bool) or not isinstance(num_processes, int) or not 2 <= num_processes <= 8:
         raise ValueError(f"num_processes must be a whole number from 2 to 8, got {num_processes!r}.")
     threads = max(1, (os.cpu_count() or 1) // num_processes)
+    _preload()
     with tempfile.TemporaryDirectory(prefix="effitrain-localsgd-") as folder:
         context = torch.multiprocessing.start_processes(
             _child, args=(num_processes, _free_port(), folder, job, threads),
@@ -378,10 +389,11 @@ def launch(configs: list[RunConfig], num_processes: int = 2, timeout: float = 30
     for config in configs:
         config.check()
 
-    def job() -> list[dict]:
-        from effitrain_lessons.data import tokenized_mrpc
+    from effitrain_lessons.data import tokenized_mrpc
 
-        splits = tokenized_mrpc()
+    splits = tokenized_mrpc()  # once, here: the forked processes share it
+
+    def job() -> list[dict]:
         return [asdict(train_process(config, splits)) for config in configs]
 
     per_rank = _start(job, num_processes, timeout)
@@ -399,12 +411,15 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
     if not callable(loop):
         raise TypeError("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader).")
 
+    from effitrain_lessons.data import tokenized_mrpc
+
+    train = tokenized_mrpc()["train"]  # once, here: the forked processes share it
+
     def job() -> list[dict]:
         from accelerate import Accelerator
         from torch.nn.parallel import DistributedDataParallel
         from torch.utils.data import DataLoader
 
-        from effitrain_lessons.data import tokenized_mrpc
         from effitrain_lessons.models import tiny_bert
 
         accelerator = Accelerator(cpu=True)
@@ -418,7 +433,7 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
             counter.step += 1
 
         model.register_forward_pre_hook(count_step, with_kwargs=True)
-        rows = tokenized_mrpc()["train"].select(range(batches * batch_size * accelerator.num_processes))
+        rows = train.select(range(batches * batch_size * accelerator.num_processes))
         loader = DataLoader(rows, batch_size=batch_size)
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         model, optimizer, loader = accelerator.prepare(model, optimizer, loader)

@@ -32,7 +32,7 @@ class LoopConfig:
 
     model_name: str = "tiny"  # or a hub name such as "bert-base-uncased" (needs a network)
     source: str = "bundled"  # or "hub" for GLUE MRPC
-    epochs: int = 3
+    epochs: int = 2
     batch_size: int = 16  # per process and micro-batch
     accumulation: int = 2  # slide 6: Accelerator(gradient_accumulation_steps=2)
     learning_rate: float | None = None  # None: 1e-3 for the tiny BERT, 2e-5 for a pretrained hub model

@@ -149,6 +149,7 @@ def lab(tmp_path_factory) -> Lab:
 @pytest.fixture(scope="module")
 def browser():
     executable = _chromium_or_skip()
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # this run's screenshots only
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -102,9 +102,9 @@ def test_checkpointing_is_active_inside_train_by_measurement(tmp_path, splits):
     assert [m.checkpointing for m in plain.measured] == [False, False]
 
     with_report, without_report = checkpointed.step_report(), plain.step_report()
-    # Measured inside a training step: about 91 % fewer saved bytes (lesson 2 prints 4.29 MiB vs 400 KiB).
+    # Measured inside a training step of the 2-layer model: about 88 % fewer saved bytes (2.2 MiB vs 272 KiB).
     assert with_report.saved_bytes < 0.15 * without_report.saved_bytes
-    assert without_report.saved_bytes > 3 * 2**20
+    assert without_report.saved_bytes > 2 * 2**20
     assert (with_report / without_report).flops == pytest.approx(4 / 3, abs=0.01)
     assert with_report.forward_flops == without_report.forward_flops > 0
     assert with_report.peak_bytes is None  # no CUDA here
