@@ -13,7 +13,7 @@ def test_quick_start_is_the_two_make_targets():
     quick_start = README.split("## Quick start", 1)[1].split("##", 1)[0]
     assert "make lab" in quick_start and "make test" in quick_start
     makefile = (ROOT / "Makefile").read_text()
-    for target in ("setup", "lab", "test", "notebooks"):
+    for target in ("setup", "lab", "test", "bench", "notebooks"):
         assert re.search(rf"^{target}:", makefile, re.MULTILINE), f"the Makefile has no {target} target"
 
 

@@ -1,0 +1,321 @@
+"""`make bench`: run the benchmark suite and write benchmarks/RESULTS.md and RESULTS.json.
+
+    python benchmarks/run.py                 # everything, Run All three times per lesson edition
+    python benchmarks/run.py --repeats 1     # quicker, for a first look
+    python benchmarks/run.py --only lessons --lessons 02 --no-write
+
+Before writing, the new figures are compared with the RESULTS.json already there (the committed
+one): every figure that moved by more than 20 % is named in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+GOAL_LESSON_S = 60.0
+GOAL_LESSON_BYTES = 1024**3
+GOAL_TOTAL_S = 180.0
+THRESHOLD = 0.20
+EDITIONS = {"learner": ROOT / "notebooks", "solution": ROOT / "notebooks" / "solutions"}
+
+
+def machine() -> dict:
+    import psutil
+    import torch
+    import transformers
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
+        "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+        "cuda": torch.cuda.is_available(),
+    }
+
+
+def bench_lessons(repeats: int, only: list[str] | None) -> list[dict]:
+    from lessons import run_all
+
+    rows = []
+    for edition, folder in EDITIONS.items():
+        for path in sorted(folder.glob("*.ipynb")):
+            if only and not any(path.name.startswith(prefix) for prefix in only):
+                continue
+            runs = []
+            for attempt in range(repeats):
+                result = run_all(path)
+                runs.append(result)
+                print(f"  {edition:8} {path.stem:40} run {attempt + 1}: {result['run_all_s']:.1f} s, "
+                      f"kernel peak {result['kernel_peak_rss'] / 2**20:.0f} MiB, "
+                      f"tree peak {result['tree_peak_pss'] / 2**20:.0f} MiB", flush=True)
+            rows.append({
+                "lesson": path.stem, "edition": edition, "runs": runs,
+                "run_all_s": statistics.median(run["run_all_s"] for run in runs),
+                "first_output_s": statistics.median(run["first_output_s"] for run in runs),
+                "kernel_peak_rss": max(run["kernel_peak_rss"] for run in runs),
+                "children_peak_rss": max(run["children_peak_rss"] for run in runs),
+                "tree_peak_pss": max(run["tree_peak_pss"] for run in runs),
+            })
+    return rows
+
+
+def figures(results: dict) -> dict[str, float]:
+    """Every figure the regression report compares, under a stable name."""
+    out: dict[str, float] = {}
+    for row in results.get("lessons", []):
+        for key in ("run_all_s", "first_output_s", "kernel_peak_rss", "tree_peak_pss"):
+            out[f"lesson {row['lesson']} ({row['edition']}) {key}"] = row[key]
+    for edition, total in results.get("lessons_total_s", {}).items():
+        out[f"all lessons ({edition}) run_all_s"] = total
+    for row in results.get("activations", []):
+        for key in ("saved_bytes", "saved_bytes_checkpointed", "layer_bytes", "layer_bytes_checkpointed",
+                    "flops_ratio", "time_ratio"):
+            out[f"{row['model']} {key}"] = row[key]
+    segments = results.get("segments")
+    if segments:
+        out["deep stack best_k"] = segments["best_k"]
+        out["deep stack kept_bytes_best"] = segments["kept_bytes_best"]
+    for row in results.get("local_sgd", []):
+        for key in ("synchronizations", "allreduce_calls", "megabytes", "seconds"):
+            out[f"{row['run']} {key}"] = row[key]
+    for label, seconds in results.get("imports", {}).items():
+        out[f"import {label} s"] = seconds
+    return out
+
+
+def regressions(old: dict, new: dict) -> list[dict]:
+    """Figures present in both that moved by more than THRESHOLD (relative to the old value)."""
+    moved = []
+    for name, value in new.items():
+        before = old.get(name)
+        if before is None or value is None:
+            continue
+        if before == 0:
+            change = 0.0 if value == 0 else float("inf")
+        else:
+            change = (value - before) / abs(before)
+        if abs(change) > THRESHOLD:
+            moved.append({"figure": name, "before": before, "after": value, "change": change})
+    return moved
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def _fmt(value: float) -> str:
+    if isinstance(value, float) and not value.is_integer():
+        return f"{value:.4g}"
+    return f"{value:,.0f}"
+
+
+def markdown(results: dict) -> str:
+    m = results["machine"]
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `make bench` on {results['date']} in {results['seconds'] / 60:.1f} min. "
+        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+        f"{'a CUDA GPU' if m['cuda'] else 'no GPU'}; Python {m['python']}, torch {m['torch']}, "
+        f"transformers {m['transformers']}. Every lesson runs offline. Regenerate with `make bench`.",
+        "",
+    ]
+    if results.get("lessons"):
+        repeats = len(results["lessons"][0]["runs"])
+        lines += [
+            "## 1. Each lesson, Run All in a fresh kernel",
+            "",
+            f"Wall time of Run All: median of {repeats} runs. Memory: the largest of the runs. "
+            f"Goals: each lesson at most {GOAL_LESSON_S:.0f} s and 1 GiB (Binder guarantees 1 GB), all lessons "
+            f"together at most {GOAL_TOTAL_S / 60:.0f} min.",
+            "",
+            "- *kernel peak RSS*: the kernel process's own peak (`VmHWM`, exact);",
+            "- *workers' peak RSS*: the largest peak among processes the kernel started and waited for (`getrusage`; "
+            "a forked worker's RSS counts the pages it shares with the kernel);",
+            "- *whole-lesson peak PSS*: kernel and workers together at their busiest moment (sampled every 0.5 s; "
+            "PSS splits shared copy-on-write pages, so forked workers are not double-counted);",
+            "- *first output*: from asking for a kernel to the first cell's reply.",
+            "",
+            "| lesson | edition | Run All (s) | runs (s) | first output (s) | kernel peak RSS | workers' peak RSS "
+            "| whole-lesson peak PSS | goal |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        for row in results["lessons"]:
+            each = ", ".join(f"{run['run_all_s']:.1f}" for run in row["runs"])
+            worst = max(row["kernel_peak_rss"], row["tree_peak_pss"])
+            ok = row["run_all_s"] <= GOAL_LESSON_S and worst <= GOAL_LESSON_BYTES
+            lines.append(
+                f"| {row['lesson']} | {row['edition']} | {row['run_all_s']:.1f} | "
+                f"{each} | {row['first_output_s']:.1f} | "
+                f"{mib(row['kernel_peak_rss'])} | {mib(row['children_peak_rss']) if row['children_peak_rss'] else '-'} | "
+                f"{mib(row['tree_peak_pss'])} | {'meets' if ok else '**misses**'} |")
+        lines.append("")
+        for edition, total in results["lessons_total_s"].items():
+            verdict = "meets" if total <= GOAL_TOTAL_S else "**misses**"
+            lines.append(f"All lessons, {edition} edition: {total:.1f} s ({verdict} the {GOAL_TOTAL_S:.0f} s goal).")
+        lines.append("")
+    if results.get("activations"):
+        lines += [
+            "## 2. Each technique against its anchor",
+            "",
+            "### Saved activations per layer, against Korthikanti et al. 2022",
+            "",
+            "One forward and backward pass, fp32, dropout on, no training. The per-layer figure is measured: "
+            "(saved at L layers - saved at L/2 layers) / (L/2), so embeddings, pooler and loss drop out. "
+            "The reference is twice the paper's 16-bit formula, `2 * s*b*h*(34 + 5*a*s/h)`, and with full "
+            "recomputation `2 * 2*s*b*h` (only the layer's input).",
+            "",
+            "| model | s, b | saved, whole model | with full checkpointing | reduction | per layer measured "
+            "| per layer, formula | ratio | checkpointed layer measured | formula | ratio |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for row in results["activations"]:
+            lines.append(
+                f"| {row['model']} | {row['s']}, {row['b']} | {mib(row['saved_bytes'])} | "
+                f"{mib(row['saved_bytes_checkpointed'])} | {row['reduction']:.1%} | {mib(row['layer_bytes'])} | "
+                f"{mib(row['layer_bytes_formula'])} | {row['layer_ratio']:.3f} | "
+                f"{row['layer_bytes_checkpointed'] / 1024:.1f} KiB | {row['layer_bytes_checkpointed_formula'] / 1024:.1f} KiB | "
+                f"{row['layer_ratio_checkpointed']:.3f} |")
+        lines += [
+            "",
+            "### FLOPs and time with full checkpointing, against 4/3",
+            "",
+            "| model | FLOPs without | FLOPs with | FLOPs ratio (anchor 1.333) | step time ratio on this CPU |",
+            "|---|---|---|---|---|",
+        ]
+        for row in results["activations"]:
+            lines.append(f"| {row['model']} | {row['flops'] / 1e9:.3f} GFLOP | {row['flops_checkpointed'] / 1e9:.3f} GFLOP | "
+                         f"{row['flops_ratio']:.4f} | {row['time_ratio']:.2f} |")
+        lines.append("")
+    if results.get("segments"):
+        s = results["segments"]
+        lines += [
+            "### Segments on lesson 1's deep stack, against sqrt(n)",
+            "",
+            f"{s['n_blocks']} blocks (Linear + Tanh, width 256, batch 64), checkpointed in k segments for every divisor k. "
+            f"Chen et al. 2016: memory O(n/k + k), least at k = sqrt(n) = {s['sqrt_n']:.2f}. "
+            f"Measured least memory at k = {s['best_k']} ({mib(s['kept_bytes_best'])} kept"
+            + (f", against {mib(s['kept_bytes_k1'])} with one segment" if s.get("kept_bytes_k1") else "")
+            + f"), for {s['flops_ratio_best']:.3f}x the FLOPs.",
+            "",
+            "| k | " + " | ".join(str(row["k"]) for row in s["rows"]) + " |",
+            "|---|" + "---|" * len(s["rows"]),
+            "| kept | " + " | ".join(mib(row["kept_bytes"]) for row in s["rows"]) + " |",
+            "",
+        ]
+    if results.get("local_sgd"):
+        lines += [
+            "### Local SGD against data parallel",
+            "",
+            "Lesson 4's setting: 2 processes, 128 micro-batches of 16 each, 1-layer tiny BERT. Counted per process by "
+            "instrumentation (DDP comm hook, wrapped `all_reduce`); the rule is `steps` for data parallel and "
+            "floor(steps / K) + 1 for Local SGD.",
+            "",
+            "| run | synchronizations | rule | all-reduce calls | MB sent | bytes vs data parallel | validation loss | s |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for row in results["local_sgd"]:
+            lines.append(f"| {row['run']} | {row['synchronizations']} | {row['expected']} | {row['allreduce_calls']} | "
+                         f"{row['megabytes']:.2f} | {row['bytes_vs_dp']:.3f} | {row['eval_loss']:.4f} | {row['seconds']:.1f} |")
+        lines.append("")
+    if results.get("imports"):
+        lines += ["## 3. Start-up", "", "Fresh interpreter, median of 3 (the interpreter's own start included).", "",
+                  "| import | s |", "|---|---|"]
+        lines += [f"| `{label}` | {seconds:.2f} |" for label, seconds in results["imports"].items()]
+        if results.get("lessons"):
+            lines += ["", "Time to the first cell's output in a fresh kernel is the *first output* column of section 1."]
+        lines.append("")
+    lines += ["## 4. Against the previous results", ""]
+    previous = results.get("previous")
+    if previous is None:
+        lines.append("No earlier RESULTS.json to compare with.")
+    elif not results["moved"]:
+        lines.append(f"Compared with the results of {previous}: no figure moved by more than {THRESHOLD:.0%}.")
+    else:
+        lines += [f"Compared with the results of {previous}, these figures moved by more than {THRESHOLD:.0%}:", "",
+                  "| figure | before | after | change |", "|---|---|---|---|"]
+        lines += [f"| {m['figure']} | {_fmt(m['before'])} | {_fmt(m['after'])} | {m['change']:+.0%} |"
+                  for m in results["moved"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3, help="Run All runs per lesson edition (median taken)")
+    parser.add_argument("--only", default="lessons,techniques,startup", help="comma-separated parts to run")
+    parser.add_argument("--lessons", nargs="*", help="lesson number prefixes, e.g. 02 04 (default: all)")
+    parser.add_argument("--no-write", action="store_true", help="print the report instead of writing RESULTS.*")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1.")
+    parts = {part.strip() for part in args.only.split(",")}
+    unknown = parts - {"lessons", "techniques", "startup"}
+    if unknown:
+        parser.error(f"unknown part(s) {sorted(unknown)}: choose from lessons, techniques, startup.")
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    started = time.perf_counter()
+    results: dict = {"date": datetime.date.today().isoformat(), "machine": machine()}
+    if "startup" in parts:
+        from startup import import_times
+
+        print("imports ...", flush=True)
+        results["imports"] = import_times()
+    if "techniques" in parts:
+        import techniques
+
+        print("activations against Korthikanti ...", flush=True)
+        results["activations"] = techniques.activation_anchors()
+        print("segments against sqrt(n) ...", flush=True)
+        results["segments"] = techniques.segment_anchor()
+        print("Local SGD against data parallel ...", flush=True)
+        results["local_sgd"] = techniques.local_sgd_anchor()
+    if "lessons" in parts:
+        print("lessons ...", flush=True)
+        results["lessons"] = bench_lessons(args.repeats, args.lessons)
+        totals: dict[str, float] = {}
+        for row in results["lessons"]:
+            totals[row["edition"]] = totals.get(row["edition"], 0.0) + row["run_all_s"]
+        results["lessons_total_s"] = totals
+    results["seconds"] = time.perf_counter() - started
+
+    json_path, md_path = HERE / "RESULTS.json", HERE / "RESULTS.md"
+    new_figures = figures(results)
+    results["figures"] = new_figures
+    if json_path.exists():
+        old = json.loads(json_path.read_text())
+        results["previous"] = old.get("date", "an earlier run")
+        results["moved"] = regressions(old.get("figures", {}), new_figures)
+    else:
+        results["previous"], results["moved"] = None, []
+    report = markdown(results)
+    if args.no_write:
+        print(report)
+        return 0
+    json_path.write_text(json.dumps(results, indent=1) + "\n")
+    md_path.write_text(report)
+    print(report)
+    print(f"wrote {md_path.relative_to(ROOT)} and {json_path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""Each technique measured against its published anchor (the numbers in the course notes).
+
+- Saved activations per transformer layer, without and with full checkpointing, against
+  Korthikanti et al. 2022 (arXiv:2205.05198). Their formula counts 16-bit tensors and 1-byte
+  dropout masks; these models run in fp32, so the fp32 reference is twice the formula (the notes
+  hold the measurements to within 15 % of it). The per-layer figure is measured, not divided out:
+  the model is measured at depth L and at depth L/2, and the difference is divided by L/2, which
+  removes what lies outside the layers (embeddings, pooler, classifier, loss).
+- FLOPs with checkpointing over FLOPs without, against (1 + 2 + 1) / (1 + 2) = 4/3.
+- Lesson 1's deep stack: the segment count that keeps the least memory, against sqrt(n).
+- Local SGD: synchronizations and bytes all-reduced per process for K in {1, 2, 4, 8, 16},
+  against data parallel and against the rules floor(steps / K) + 1 and steps.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from effitrain_lessons.memory import measure_step
+from effitrain_lessons.models import tiny_bert
+
+# (name, config overrides, micro-batch, sequence length); fp32 on the CPU, dropout on (its masks
+# are part of Korthikanti's count).
+SHAPES = [
+    ("tiny BERT (4 layers, h=64, a=4)", dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+                                            intermediate_size=256), 8, 32),
+    ("BERT-base shape (12 layers, h=768, a=12)", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                                                      intermediate_size=3072, vocab_size=30522), 8, 128),
+]
+
+
+def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> int:
+    """Activations of one transformer layer, 16-bit tensors and 1-byte masks: s*b*h*(34 + 5*a*s/h)."""
+    return round(s * b * h * (34 + 5 * a * s / h))
+
+
+def korthikanti_checkpointed_layer_bytes(s: int, b: int, h: int) -> int:
+    """With full recomputation a layer keeps only its input: 2*s*b*h bytes in 16 bits."""
+    return 2 * s * b * h
+
+
+def _measure(overrides: dict, layers: int, batch: int, seq: int, checkpointing: bool):
+    torch.manual_seed(0)
+    model = tiny_bert(**{**overrides, "num_hidden_layers": layers, "max_position_embeddings": max(seq, 128)})
+    if checkpointing:
+        model.activation_checkpointing_enable()  # non-reentrant, as in the lessons
+    model.config.use_cache = False
+    model.train()
+    vocab = model.config.vocab_size
+    generator = torch.Generator().manual_seed(0)
+    inputs = {
+        "input_ids": torch.randint(5, vocab, (batch, seq), generator=generator),
+        "attention_mask": torch.ones(batch, seq, dtype=torch.long),
+        "labels": torch.randint(0, 2, (batch,), generator=generator),
+    }
+    report = measure_step(model, inputs)
+    del model
+    return report
+
+
+def activation_anchors() -> list[dict]:
+    rows = []
+    for name, overrides, batch, seq in SHAPES:
+        layers, h, a = overrides["num_hidden_layers"], overrides["hidden_size"], overrides["num_attention_heads"]
+        half = layers // 2
+        full, full_half = (_measure(overrides, n, batch, seq, False) for n in (layers, half))
+        ckpt, ckpt_half = (_measure(overrides, n, batch, seq, True) for n in (layers, half))
+        per_layer = (full.saved_bytes - full_half.saved_bytes) / (layers - half)
+        per_layer_ckpt = (ckpt.saved_bytes - ckpt_half.saved_bytes) / (layers - half)
+        formula = 2 * korthikanti_layer_bytes(seq, batch, h, a)  # fp32: twice the 16-bit formula
+        formula_ckpt = 2 * korthikanti_checkpointed_layer_bytes(seq, batch, h)
+        rows.append({
+            "model": name, "s": seq, "b": batch, "h": h, "a": a, "layers": layers,
+            "saved_bytes": full.saved_bytes, "saved_bytes_checkpointed": ckpt.saved_bytes,
+            "reduction": 1 - ckpt.saved_bytes / full.saved_bytes,
+            "layer_bytes": per_layer, "layer_bytes_formula": formula, "layer_ratio": per_layer / formula,
+            "layer_bytes_checkpointed": per_layer_ckpt, "layer_bytes_checkpointed_formula": formula_ckpt,
+            "layer_ratio_checkpointed": per_layer_ckpt / formula_ckpt,
+            "flops": full.flops, "flops_checkpointed": ckpt.flops, "flops_ratio": ckpt.flops / full.flops,
+            "step_s": full.seconds, "step_s_checkpointed": ckpt.seconds, "time_ratio": ckpt.seconds / full.seconds,
+        })
+    return rows
+
+
+def segment_anchor() -> dict:
+    """Lesson 1's deep stack (36 blocks of Linear + Tanh, width 256, batch 64), every divisor k."""
+    from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments
+
+    stack = deep_stack(n_blocks=36, width=256, seed=0)
+    sweep = sweep_segments(stack, stack_input(stack, batch=64, seed=0))
+    best = sweep.row(sweep.best_k)
+    nearest = min(sweep.ks, key=lambda k: abs(k - sweep.sqrt_n))
+    return {
+        "n_blocks": sweep.n_blocks, "sqrt_n": sweep.sqrt_n, "best_k": sweep.best_k,
+        "kept_bytes_best": best.kept_bytes, "kept_bytes_at_sqrt_n": sweep.row(nearest).kept_bytes,
+        "kept_bytes_k1": sweep.row(1).kept_bytes if 1 in sweep.ks else None,
+        "flops_ratio_best": sweep.flops_ratio(sweep.best_k),
+        "rows": [{"k": row.k, "kept_bytes": row.kept_bytes, "flops": row.flops} for row in sweep.rows],
+    }
+
+
+def local_sgd_anchor(steps: int = 128, layers: int = 1, num_processes: int = 2) -> list[dict]:
+    """Lesson 4's setting (1-layer tiny BERT, 128 micro-batches of 16 per process, 2 processes):
+    data parallel and Local SGD for K in {1, 2, 4, 8, 16}."""
+    from effitrain_lessons.local_sgd import RunConfig, launch, summary
+
+    configs = [RunConfig(mode="ddp", steps=steps, layers=layers)]
+    configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
+    runs = launch(configs, num_processes=num_processes, timeout=900)
+    rows = []
+    for config, reports in zip(configs, runs):
+        row = summary(reports)
+        rows.append({key: row[key] for key in ("run", "k", "synchronizations", "expected", "allreduce_calls",
+                                                "megabytes", "eval_loss", "seconds")})
+    base = rows[0]
+    for row in rows:
+        row["bytes_vs_dp"] = row["megabytes"] / base["megabytes"]
+        row["syncs_vs_dp"] = row["synchronizations"] / base["synchronizations"]
+    return rows
+

@@ -1,0 +1,82 @@
+"""The benchmark suite's own logic: the formulas, the regression report, the Run All harness.
+
+The benchmarks themselves run with `make bench`; here only what decides their verdicts is tested.
+"""
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        yield {name: importlib.import_module(name) for name in ("run", "techniques", "lessons")}
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_korthikanti_formula_matches_the_paper(bench):
+    techniques = bench["techniques"]
+    # GPT-3-like layer from the paper's table: s=2048, b=1, h=12288, a=96 -> sbh(34 + 5as/h).
+    s, b, h, a = 2048, 1, 12288, 96
+    assert techniques.korthikanti_layer_bytes(s, b, h, a) == round(s * b * h * (34 + 5 * a * s / h))
+    assert techniques.korthikanti_layer_bytes(32, 8, 64, 4) == 32 * 8 * 64 * 44
+    assert techniques.korthikanti_checkpointed_layer_bytes(128, 8, 768) == 2 * 128 * 8 * 768
+
+
+def test_regressions_name_every_figure_that_moved_more_than_20_percent(bench):
+    run = bench["run"]
+    old = {"a": 10.0, "b": 10.0, "c": 10.0, "gone": 1.0, "zero": 0.0}
+    new = {"a": 12.0, "b": 12.5, "c": 7.0, "new": 3.0, "zero": 0.0}
+    moved = {m["figure"]: m["change"] for m in run.regressions(old, new)}
+    assert set(moved) == {"b", "c"}  # +20 % exactly is not "more than 20 %"
+    assert moved["b"] == pytest.approx(0.25) and moved["c"] == pytest.approx(-0.3)
+
+
+def test_report_states_goals_and_moved_figures(bench):
+    run = bench["run"]
+    lesson = {"lesson": "04_local_sgd", "edition": "learner", "run_all_s": 61.0, "first_output_s": 2.0,
+              "kernel_peak_rss": 600 * 2**20, "children_peak_rss": 0, "tree_peak_pss": 700 * 2**20,
+              "runs": [{"run_all_s": 61.0}]}
+    fast = dict(lesson, lesson="00_start_here", run_all_s=5.0, runs=[{"run_all_s": 5.0}])
+    results = {"date": "2026-11-30", "seconds": 100.0,
+               "machine": {"cpu": "x", "cores": 2, "memory_gib": 24, "python": "3.11", "torch": "2.13.0",
+                           "transformers": "5", "cuda": False},
+               "lessons": [lesson, fast], "lessons_total_s": {"learner": 66.0},
+               "previous": "2026-11-29", "moved": [{"figure": "f", "before": 1.0, "after": 2.0, "change": 1.0}]}
+    text = run.markdown(results)
+    assert "| 04_local_sgd | learner | 61.0 |" in text and "**misses**" in text.split("04_local_sgd")[1].split("\n")[0]
+    assert "meets" in text.split("00_start_here")[1].split("\n")[0]
+    assert "66.0 s (meets the 180 s goal)" in text
+    assert "| f | 1 | 2 | +100% |" in text
+
+
+def test_run_all_times_and_weighs_a_notebook(bench, tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("print('first')"),
+                      nbformat.v4.new_code_cell("block = b\"x\" * (300 * 2**20); import time; time.sleep(1.5)")]
+    path = tmp_path / "probe.ipynb"
+    nbformat.write(notebook, path)
+    result = bench["lessons"].run_all(path)
+    assert result["kernel_peak_rss"] > 300 * 2**20  # the 300 MiB block was seen by getrusage
+    assert result["tree_peak_pss"] > 300 * 2**20  # and by the sampler
+    assert 1.5 < result["run_all_s"] < 60
+    assert 0 < result["first_output_s"]
+    json.dumps(result)  # what RESULTS.json stores
+
+
+def test_run_all_reports_a_cell_that_raises(bench, tmp_path):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("raise ValueError('broken lesson')")]
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(notebook, path)
+    with pytest.raises(Exception, match="broken lesson"):
+        bench["lessons"].run_all(path)
