@@ -225,7 +225,8 @@ def markdown(results: dict) -> str:
         lines += [
             "### Local SGD against data parallel",
             "",
-            "Lesson 4's setting: 2 processes, 128 micro-batches of 16 each, 1-layer tiny BERT. Counted per process by "
+            f"Lesson 4's setting: 2 processes, {results['local_sgd'][0]['steps']} micro-batches of 16 each, "
+            "1-layer tiny BERT. Counted per process by "
             "instrumentation (DDP comm hook, wrapped `all_reduce`); the rule is `steps` for data parallel and "
             "floor(steps / K) + 1 for Local SGD.",
             "",

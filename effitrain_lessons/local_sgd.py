@@ -264,6 +264,7 @@ def summary(reports: list[ProcessReport]) -> dict:
     return {
         "run": config.label,
         "k": config.k if config.mode == "local_sgd" else None,
+        "steps": config.steps,
         "synchronizations": first.synchronizations,
         "expected": expected_synchronizations(config),
         "allreduce_calls": first.allreduce_calls,
@@ -273,6 +274,7 @@ def summary(reports: list[ProcessReport]) -> dict:
         "eval_loss": first.eval_loss,
         "eval_accuracy": first.eval_accuracy,
         "seconds": max(report.seconds for report in reports),
+        "ms_per_step": 1000 * max(report.seconds for report in reports) / config.steps,
         "same_in_every_process": all(
             report.synchronizations == first.synchronizations and report.allreduce_bytes == first.allreduce_bytes
             for report in reports

@@ -132,7 +132,7 @@ def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epo
 
 
 def _model_and_data(config: LoopConfig):
-    from effitrain_lessons.trainer import fresh_model, lesson_data
+    from effitrain_lessons.finetuning import fresh_model, lesson_data
 
     data = lesson_data(config.model_name, config.source)
     train = data.splits["train"]
@@ -173,7 +173,7 @@ def run(config: LoopConfig | None = None, accelerator=None) -> LoopResult:
     generator = torch.Generator().manual_seed(config.seed)
     train_loader = DataLoader(train, batch_size=config.batch_size, shuffle=True, generator=generator)
     eval_loader = DataLoader(validation, batch_size=100)
-    from effitrain_lessons.trainer import learning_rate_for
+    from effitrain_lessons.finetuning import learning_rate_for
 
     learning_rate = config.learning_rate if config.learning_rate is not None else learning_rate_for(config.model_name)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)

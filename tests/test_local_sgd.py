@@ -84,9 +84,19 @@ def test_parameters_drift_between_synchronizations_and_agree_after_them(runs):
     assert all(summary(reports)["same_in_every_process"] for reports in results)
 
 
+def test_summary_reports_time_per_step_so_runs_of_different_lengths_compare(runs):
+    configs, results = runs
+    for config, reports in zip(configs, results):
+        row = summary(reports)
+        assert row["steps"] == config.steps
+        assert row["ms_per_step"] == pytest.approx(1000 * max(r.seconds for r in reports) / config.steps)
+        assert row["ms_per_step"] > 0
+
+
 def test_final_loss_of_k8_is_within_the_stated_tolerance_of_data_parallel():
-    """The notebook's tolerance: 0.05 in validation loss, after 160 steps of 2 processes."""
-    ddp, k8 = launch([RunConfig(mode="ddp", steps=160, layers=2), RunConfig(mode="local_sgd", k=8, steps=160, layers=2)],
+    """The notebook's tolerance, at its setting: 0.05 in validation loss, after 112 steps of 2 processes
+    training a 1-layer tiny BERT."""
+    ddp, k8 = launch([RunConfig(mode="ddp", steps=112, layers=1), RunConfig(mode="local_sgd", k=8, steps=112, layers=1)],
                      num_processes=2)
     assert abs(k8[0].eval_loss - ddp[0].eval_loss) <= 0.05
     # Both learned: well below the majority baseline's loss of about 0.64.
