@@ -127,6 +127,12 @@ def _fmt(value: float) -> str:
     return f"{value:,.0f}"
 
 
+def table(header: list[str], rows) -> list[str]:
+    """A markdown table's lines: the header, its rule, and one line per row (cells already formatted)."""
+    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
+
+
 def markdown(results: dict) -> str:
     m = results["machine"]
     lines = [
@@ -154,19 +160,17 @@ def markdown(results: dict) -> str:
             "PSS splits shared copy-on-write pages, so forked workers are not double-counted);",
             "- *first output*: from asking for a kernel to the first cell's reply.",
             "",
-            "| lesson | edition | Run All (s) | runs (s) | first output (s) | kernel peak RSS | workers' peak RSS "
-            "| whole-lesson peak PSS | goal |",
-            "|---|---|---|---|---|---|---|---|---|",
         ]
+        rows = []
         for row in results["lessons"]:
-            each = ", ".join(f"{run['run_all_s']:.1f}" for run in row["runs"])
             worst = max(row["kernel_peak_rss"], row["tree_peak_pss"])
             ok = row["run_all_s"] <= GOAL_LESSON_S and worst <= GOAL_LESSON_BYTES
-            lines.append(
-                f"| {row['lesson']} | {row['edition']} | {row['run_all_s']:.1f} | "
-                f"{each} | {row['first_output_s']:.1f} | "
-                f"{mib(row['kernel_peak_rss'])} | {mib(row['children_peak_rss']) if row['children_peak_rss'] else '-'} | "
-                f"{mib(row['tree_peak_pss'])} | {'meets' if ok else '**misses**'} |")
+            rows.append([row["lesson"], row["edition"], f"{row['run_all_s']:.1f}",
+                         ", ".join(f"{run['run_all_s']:.1f}" for run in row["runs"]), f"{row['first_output_s']:.1f}",
+                         mib(row["kernel_peak_rss"]), mib(row["children_peak_rss"]) if row["children_peak_rss"] else "-",
+                         mib(row["tree_peak_pss"]), "meets" if ok else "**misses**"])
+        lines += table(["lesson", "edition", "Run All (s)", "runs (s)", "first output (s)", "kernel peak RSS",
+                        "workers' peak RSS", "whole-lesson peak PSS", "goal"], rows)
         lines.append("")
         for edition, total in results["lessons_total_s"].items():
             verdict = "meets" if total <= GOAL_TOTAL_S else "**misses**"
@@ -183,27 +187,20 @@ def markdown(results: dict) -> str:
             "The reference is twice the paper's 16-bit formula, `2 * s*b*h*(34 + 5*a*s/h)`, and with full "
             "recomputation `2 * 2*s*b*h` (only the layer's input).",
             "",
-            "| model | s, b | saved, whole model | with full checkpointing | reduction | per layer measured "
-            "| per layer, formula | ratio | checkpointed layer measured | formula | ratio |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for row in results["activations"]:
-            lines.append(
-                f"| {row['model']} | {row['s']}, {row['b']} | {mib(row['saved_bytes'])} | "
-                f"{mib(row['saved_bytes_checkpointed'])} | {row['reduction']:.1%} | {mib(row['layer_bytes'])} | "
-                f"{mib(row['layer_bytes_formula'])} | {row['layer_ratio']:.3f} | "
-                f"{row['layer_bytes_checkpointed'] / 1024:.1f} KiB | {row['layer_bytes_checkpointed_formula'] / 1024:.1f} KiB | "
-                f"{row['layer_ratio_checkpointed']:.3f} |")
-        lines += [
-            "",
-            "### FLOPs and time with full checkpointing, against 4/3",
-            "",
-            "| model | FLOPs without | FLOPs with | FLOPs ratio (anchor 1.333) | step time ratio on this CPU |",
-            "|---|---|---|---|---|",
-        ]
-        for row in results["activations"]:
-            lines.append(f"| {row['model']} | {row['flops'] / 1e9:.3f} GFLOP | {row['flops_checkpointed'] / 1e9:.3f} GFLOP | "
-                         f"{row['flops_ratio']:.4f} | {row['time_ratio']:.2f} |")
+        lines += table(
+            ["model", "s, b", "saved, whole model", "with full checkpointing", "reduction", "per layer measured",
+             "per layer, formula", "ratio", "checkpointed layer measured", "formula", "ratio"],
+            [[row["model"], f"{row['s']}, {row['b']}", mib(row["saved_bytes"]), mib(row["saved_bytes_checkpointed"]),
+              f"{row['reduction']:.1%}", mib(row["layer_bytes"]), mib(row["layer_bytes_formula"]),
+              f"{row['layer_ratio']:.3f}", f"{row['layer_bytes_checkpointed'] / 1024:.1f} KiB",
+              f"{row['layer_bytes_checkpointed_formula'] / 1024:.1f} KiB", f"{row['layer_ratio_checkpointed']:.3f}"]
+             for row in results["activations"]])
+        lines += ["", "### FLOPs and time with full checkpointing, against 4/3", ""]
+        lines += table(
+            ["model", "FLOPs without", "FLOPs with", "FLOPs ratio (anchor 1.333)", "step time ratio on this CPU"],
+            [[row["model"], f"{row['flops'] / 1e9:.3f} GFLOP", f"{row['flops_checkpointed'] / 1e9:.3f} GFLOP",
+              f"{row['flops_ratio']:.4f}", f"{row['time_ratio']:.2f}"] for row in results["activations"]])
         lines.append("")
     if results.get("segments"):
         s = results["segments"]
@@ -216,11 +213,9 @@ def markdown(results: dict) -> str:
             + (f", against {mib(s['kept_bytes_k1'])} with one segment" if s.get("kept_bytes_k1") else "")
             + f"), for {s['flops_ratio_best']:.3f}x the FLOPs.",
             "",
-            "| k | " + " | ".join(str(row["k"]) for row in s["rows"]) + " |",
-            "|---|" + "---|" * len(s["rows"]),
-            "| kept | " + " | ".join(mib(row["kept_bytes"]) for row in s["rows"]) + " |",
-            "",
         ]
+        lines += table(["k"] + [str(row["k"]) for row in s["rows"]], [["kept"] + [mib(row["kept_bytes"]) for row in s["rows"]]])
+        lines.append("")
     if results.get("local_sgd"):
         lines += [
             "### Local SGD against data parallel",
@@ -230,17 +225,17 @@ def markdown(results: dict) -> str:
             "instrumentation (DDP comm hook, wrapped `all_reduce`); the rule is `steps` for data parallel and "
             "floor(steps / K) + 1 for Local SGD.",
             "",
-            "| run | synchronizations | rule | all-reduce calls | MB sent | bytes vs data parallel | validation loss | s |",
-            "|---|---|---|---|---|---|---|---|",
         ]
-        for row in results["local_sgd"]:
-            lines.append(f"| {row['run']} | {row['synchronizations']} | {row['expected']} | {row['allreduce_calls']} | "
-                         f"{row['megabytes']:.2f} | {row['bytes_vs_dp']:.3f} | {row['eval_loss']:.4f} | {row['seconds']:.1f} |")
+        lines += table(
+            ["run", "synchronizations", "rule", "all-reduce calls", "MB sent", "bytes vs data parallel",
+             "validation loss", "s"],
+            [[row["run"], row["synchronizations"], row["expected"], row["allreduce_calls"], f"{row['megabytes']:.2f}",
+              f"{row['bytes_vs_dp']:.3f}", f"{row['eval_loss']:.4f}", f"{row['seconds']:.1f}"]
+             for row in results["local_sgd"]])
         lines.append("")
     if results.get("imports"):
-        lines += ["## 3. Start-up", "", "Fresh interpreter, median of 3 (the interpreter's own start included).", "",
-                  "| import | s |", "|---|---|"]
-        lines += [f"| `{label}` | {seconds:.2f} |" for label, seconds in results["imports"].items()]
+        lines += ["## 3. Start-up", "", "Fresh interpreter, median of 3 (the interpreter's own start included).", ""]
+        lines += table(["import", "s"], [[f"`{label}`", f"{seconds:.2f}"] for label, seconds in results["imports"].items()])
         if results.get("lessons"):
             lines += ["", "Time to the first cell's output in a fresh kernel is the *first output* column of section 1."]
         lines.append("")
@@ -251,10 +246,9 @@ def markdown(results: dict) -> str:
     elif not results["moved"]:
         lines.append(f"Compared with the results of {previous}: no figure moved by more than {THRESHOLD:.0%}.")
     else:
-        lines += [f"Compared with the results of {previous}, these figures moved by more than {THRESHOLD:.0%}:", "",
-                  "| figure | before | after | change |", "|---|---|---|---|"]
-        lines += [f"| {m['figure']} | {_fmt(m['before'])} | {_fmt(m['after'])} | {m['change']:+.0%} |"
-                  for m in results["moved"]]
+        lines += [f"Compared with the results of {previous}, these figures moved by more than {THRESHOLD:.0%}:", ""]
+        lines += table(["figure", "before", "after", "change"],
+                       [[m["figure"], _fmt(m["before"]), _fmt(m["after"]), f"{m['change']:+.0%}"] for m in results["moved"]])
     return "\n".join(lines) + "\n"
 
 
