@@ -45,30 +45,26 @@ import argparse
 import hashlib
 import json
 import os
-import pprint
 import re
 import sys
 import tempfile
 import time
-import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-REPOSITORY = "effitrain/effitrain-lessons"
-"""The GitHub slug of this repository (the setup cell installs the package from it on Colab)."""
-
-PIP_REQUIREMENT = f"effitrain-lessons @ git+https://github.com/{REPOSITORY}"
-RAW_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/HEAD"
-
-ROOT = Path(__file__).resolve().parent.parent
-"""The repository checkout this module lives in."""
-
-LESSONS_DIR = "lessons"
-LEARNER_DIR = "notebooks"
-SOLUTIONS_DIR = "notebooks/solutions"
-AUTOGRADER_DIR = "autograder"
-LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")
+from effitrain_lessons.colab import PIP_REQUIREMENT, REPOSITORY  # noqa: F401 - REPOSITORY is part of the build's API
+from effitrain_lessons.course.lessons import (
+    AUTOGRADER_DIR,
+    LEARNER_DIR,
+    LESSON_NAME,
+    LESSONS_DIR,
+    ROOT,
+    SOLUTIONS_DIR,
+    edition_paths,
+    lesson_names,
+    resolve_lesson,
+)
 
 SETUP_CELL_ID = "setup"
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -107,23 +103,6 @@ class Difference:
         return f"{self.path} ({self.reason})"
 
 
-def lesson_names(root: Path = ROOT) -> list[str]:
-    """The lessons in `root/lessons/`, sorted: names like '00_start_here'."""
-    folder = Path(root) / LESSONS_DIR
-    if not folder.is_dir():
-        return []
-    return sorted(p.stem for p in folder.glob("*.ipynb") if LESSON_NAME.fullmatch(p.stem))
-
-
-def edition_paths(name: str) -> dict[str, str]:
-    """Where a lesson's editions go, relative to the repository root."""
-    return {
-        "learner": f"{LEARNER_DIR}/{name}.ipynb",
-        "solution": f"{SOLUTIONS_DIR}/{name}.ipynb",
-        "autograder": f"{AUTOGRADER_DIR}/{name}",
-    }
-
-
 def setup_cell_source(edition: str) -> str:
     """The first cell of every edition; `edition` is its path in the repository."""
     return f'''\
@@ -143,35 +122,9 @@ except ImportError:
     ) from None
 
 if "google.colab" in sys.modules:  # Colab keeps this notebook off disk: fetch its checks' tests
-    from effitrain_lessons.authoring import fetch_tests
+    from effitrain_lessons.colab import fetch_tests
 
     fetch_tests("{edition}")'''
-
-
-def fetch_tests(edition: str, base_url: str = RAW_URL, folder: str | os.PathLike = ".") -> list[str]:
-    """Download an edition and write what otter's `Notebook` needs where the notebook is not on disk.
-
-    Used by the setup cell on Colab only: otter reads the notebook file (for its metadata) and, on
-    Colab, insists on a `tests/` folder. Writes `<folder>/<name>.ipynb` and one test file per
-    question in `<folder>/tests/`; returns the question names.
-    """
-    url = f"{base_url.rstrip('/')}/{edition}"
-    with urllib.request.urlopen(url, timeout=60) as response:
-        raw = response.read()
-    notebook = json.loads(raw)
-    folder = Path(folder)
-    (folder / "tests").mkdir(parents=True, exist_ok=True)
-    (folder / Path(edition).name).write_bytes(raw)
-    otter_metadata = notebook.get("metadata", {}).get("otter", {})
-    ok_format = otter_metadata.get("OK_FORMAT", True)
-    tests = otter_metadata.get("tests", {})
-    for question, test in tests.items():
-        if ok_format:
-            text = "OK_FORMAT = True\n\ntest = " + pprint.pformat(test, indent=4, width=200) + "\n"
-        else:
-            text = test  # exception-based tests are stored as the test file's source
-        (folder / "tests" / f"{question}.py").write_text(text, encoding="utf-8")
-    return sorted(tests)
 
 
 def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None) -> list[Difference]:
@@ -192,18 +145,6 @@ def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = No
     if lessons is None:
         differences += _orphans(root, set(available))
     return differences
-
-
-def resolve_lesson(text: str, available: list[str]) -> str:
-    """A lesson name from '00_start_here', 'lessons/00_start_here.ipynb' or '00'."""
-    stem = Path(text).stem
-    if stem in available:
-        return stem
-    matches = [name for name in available if name.split("_", 1)[0] == stem]
-    if len(matches) == 1:
-        return matches[0]
-    known = ", ".join(available) or "none"
-    raise ValueError(f"There is no lesson {text!r} in {LESSONS_DIR}/ (lessons: {known}).")
 
 
 def render_lesson(source: Path) -> dict[str, bytes]:

@@ -1,0 +1,392 @@
+"""Grade learners' notebooks for an instructor: `effitrain grade SUBMISSION... --out DIR`.
+
+How one submission is graded:
+
+1. It is read as data (never executed by the grader), and its lesson is identified from its
+   metadata or `--lesson`, checked against its cell ids (`submissions.identify`).
+2. The grading plan is built from the instructor's *solution edition*, not from the submission:
+   the lesson cells its questions depend on (tagged `setup-for:<question>` in the lesson master,
+   plus the cells that define a name a learner's answer uses), the learner's answer cells
+   (matched by cell id), and a check at each question's `grader.check`. Every other cell of the
+   submission (lesson code, tests, `grader = ...`) is ignored; the long trainings never run.
+3. The plan runs in a sandbox (`sandbox.py`) with the worker (`worker.py`). The grader sends each
+   public test case at its check and the hidden ones after the last cell, one at a time with a
+   fresh nonce, and keeps only pass or fail for the case it sent: questions and points come from
+   the instructor's test files, and a score never exceeds them.
+4. What an answer cell reaches for (read from its source by `review.py`, and seen by the worker's
+   audit hook) becomes a flag for review; any problem with one file becomes that file's row.
+
+`grade()` writes `grades.csv`, `results.json` and `feedback/` (`report.py`) for every file found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import secrets
+import signal
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from effitrain_lessons.course import report, review
+from effitrain_lessons.course.lessons import ROOT, Cell, CourseError, Lesson, lesson_names, load_lesson
+from effitrain_lessons.course.sandbox import Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
+from effitrain_lessons.course.submissions import (
+    MAX_ANSWER_CHARS,
+    Submission,
+    code_cells,
+    find_submissions,
+    identify,
+    read_notebook,
+    readable,
+)
+
+DEFAULT_WORKERS = 2
+STATUSES = ("graded", "timeout", "memory", "output", "error", "malformed", "rejected", "not a notebook", "interrupted")
+INTERRUPTED = threading.Event()
+
+
+@dataclass
+class QuestionResult:
+    name: str
+    points: float
+    possible: float
+    public_passed: int = 0
+    public_total: int = 0
+    hidden_passed: int = 0
+    hidden_total: int = 0
+    public_messages: list[str] = field(default_factory=list)  # why public tests failed (learners see these)
+    answer_error: str = ""  # what the answer cell raised, if anything
+    missing: bool = False  # the submission has no answer cell for this question
+
+
+@dataclass
+class SubmissionResult:
+    file: str
+    lesson: str | None
+    status: str  # one of STATUSES
+    reason: str = ""
+    questions: dict[str, QuestionResult] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)  # "q_name: what the answer reached for"
+    seconds: float = 0.0
+    peak_memory_mb: float = 0.0
+    notes: list[str] = field(default_factory=list)  # for the instructor only (lesson cells that failed, output)
+
+    @property
+    def total(self) -> float:
+        return sum(question.points for question in self.questions.values())
+
+    @property
+    def possible(self) -> float:
+        return sum(question.possible for question in self.questions.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan
+
+
+def grading_plan(lesson: Lesson, answers: dict[str, str]) -> tuple[list[dict], list[str]]:
+    """The cells to run for `lesson` with the learner's `answers` (cell id -> source).
+
+    Returns the job's cells and the questions whose answer cells the submission lacks.
+    """
+    chosen = {i for i, cell in enumerate(lesson.cells) if cell.setup_for or cell.answer_for or cell.check_for}
+    names = [review.defined_and_used(cell.source) if not cell.answer_for else (set(), set()) for cell in lesson.cells]
+    learner = {cell.id: answers.get(cell.id) for cell in lesson.cells if cell.answer_for}
+    for i, cell in enumerate(lesson.cells):
+        if cell.answer_for and learner[cell.id] is not None:
+            names[i] = review.defined_and_used(learner[cell.id])
+    pending = sorted(chosen)
+    while pending:  # add the lesson cells that define a name a chosen cell uses and nothing before it defines
+        i = pending.pop()
+        for name in names[i][1]:
+            if any(name in names[j][0] for j in chosen if j < i):
+                continue
+            definer = next((j for j in range(i - 1, -1, -1) if name in names[j][0] and not lesson.cells[j].answer_for), None)
+            if definer is not None and definer not in chosen:
+                chosen.add(definer)
+                pending.append(definer)
+    cells, missing = [], []
+    for i in sorted(chosen):
+        cell: Cell = lesson.cells[i]
+        if cell.check_for:
+            cells.append({"id": cell.id, "kind": "check", "question": cell.check_for, "source": ""})
+        elif cell.answer_for:
+            source = learner[cell.id]
+            if source is None:
+                missing.append(cell.answer_for)
+                source = ""
+            cells.append({"id": cell.id, "kind": "answer", "question": cell.answer_for, "source": source})
+        else:
+            cells.append({"id": cell.id, "kind": "lesson", "question": None, "source": cell.source})
+    return cells, sorted(set(missing))
+
+
+# ---------------------------------------------------------------------------------------------
+# One submission
+
+
+def grade_one(submission: Submission, lessons: dict[str, Lesson], limits: Limits, lesson_override: str | None = None,
+              confined: bool = True) -> SubmissionResult:
+    """Grade one submission; any problem becomes the result's status and reason, never an exception."""
+    start = time.monotonic()
+    try:
+        result = _grade_one(submission, lessons, limits, lesson_override, confined)
+    except Exception as error:  # noqa: BLE001 - one file's trouble must not stop the batch
+        result = SubmissionResult(submission.name, None, "error",
+                                  f"the grader failed on this file ({type(error).__name__}: {readable(str(error))[:200]})")
+    if INTERRUPTED.is_set() and result.status != "graded":
+        result.status, result.reason = "interrupted", "the grader was stopped before this file was graded"
+    result.seconds = round(time.monotonic() - start, 2)
+    return result
+
+
+def _grade_one(submission, lessons, limits, lesson_override, confined) -> SubmissionResult:
+    if INTERRUPTED.is_set():
+        return SubmissionResult(submission.name, None, "interrupted", "the grader was stopped before this file was graded")
+    if submission.problem:
+        return SubmissionResult(submission.name, None, "not a notebook", f"{submission.name} {submission.problem}.")
+    notebook, problem = read_notebook(submission.path)
+    if notebook is None:
+        return SubmissionResult(submission.name, None, "malformed", f"{submission.name} {problem}.")
+    name, problem = identify(notebook, lessons, lesson_override)
+    if name is None:
+        return SubmissionResult(submission.name, None, "rejected", f"{submission.name} {problem}.")
+    lesson = lessons[name]
+    result = SubmissionResult(submission.name, name, "graded",
+                              questions={q: QuestionResult(q, 0.0, question.points) for q, question in lesson.questions.items()})
+    answers = {}
+    for cell_id, source in code_cells(notebook).items():
+        if cell_id in lesson.answers:
+            if len(source) > MAX_ANSWER_CHARS:
+                source = ""
+                result.questions[lesson.answers[cell_id]].answer_error = \
+                    f"the answer cell is longer than {MAX_ANSWER_CHARS} characters and was not run"
+            answers[cell_id] = source
+    for cell_id, source in answers.items():
+        for what in review.review_answer(source):
+            _add_flag(result, lesson.answers[cell_id], what)
+    cells, missing = grading_plan(lesson, answers)
+    for question in missing:
+        result.questions[question].missing = True
+    _run(result, lesson, cells, limits, confined)
+    return result
+
+
+def _add_flag(result: SubmissionResult, question: str, what: str) -> None:
+    entry = f"{question}: {readable(what)[:200]}"
+    if entry not in result.flags:
+        result.flags.append(entry)
+
+
+def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Limits, confined: bool) -> None:
+    """Run the plan in a sandbox, feed it the test cases one at a time, and score what comes back."""
+    box = Sandbox([sys.executable, "-I", "-m", "effitrain_lessons.course.worker"], limits, confined=confined)
+    box.start()
+    cell_question = {cell["id"]: cell["question"] for cell in cells}
+    passed: dict[str, dict[int, bool]] = {q: {} for q in lesson.questions}
+    queue: list = []  # cases still to send at this check, then what ends it
+    outstanding = None  # (nonce, case) sent and not yet answered
+    finished = False
+
+    def send_next():
+        nonlocal outstanding
+        item = queue.pop(0)
+        if isinstance(item, dict):
+            box.send(item)
+            outstanding = None
+            return
+        nonce = secrets.token_hex(16)
+        outstanding = (nonce, item)
+        box.send({"case": nonce, "question": item.question, "code": item.code})
+
+    try:
+        box.send({"cells": cells})
+        while (message := box.receive()) is not None:
+            event = message.get("event")
+            if event == "cell":
+                question = cell_question.get(message.get("id"))
+                error = readable(str(message.get("error") or ""))[:500]
+                if message.get("ok") is False and question:
+                    result.questions[question].answer_error = error
+                elif message.get("ok") is False:
+                    result.notes.append(f"lesson cell {readable(str(message.get('id')))[:60]} failed: {error}")
+            elif event == "flag":
+                label = str(message.get("cell", ""))
+                question = cell_question.get(label) or (label[5:] if label.startswith("test ") else label)
+                if question in lesson.questions:
+                    _add_flag(result, question, str(message.get("what", "")))
+            elif event == "tests" and outstanding is None and not queue:
+                question = message.get("question")
+                if question in lesson.questions:
+                    queue = [c for c in lesson.questions[question].cases if not c.hidden] + [{"continue": True}]
+                    send_next()
+            elif event == "cells-done" and outstanding is None and not queue:
+                queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [{"finish": True}]
+                send_next()
+            elif event == "case" and outstanding is not None and message.get("nonce") == outstanding[0]:
+                case = outstanding[1]
+                passed[case.question][case.index] = message.get("passed") is True
+                if message.get("passed") is not True and not case.hidden:
+                    text = readable(str(message.get("message") or ""))[:500]
+                    result.questions[case.question].public_messages.append(text)
+                send_next()
+            elif event == "finished" and outstanding is None and not queue:
+                finished = True
+            else:
+                _add_flag(result, "report", "a message arrived that the grader did not ask for")
+    finally:
+        outcome = box.stop()
+    result.peak_memory_mb = round(outcome.peak_bytes / 2**20, 1)
+    for name, question in lesson.questions.items():
+        entry = result.questions[name]
+        entry.points = question.score(passed[name])
+        for case in question.cases:
+            kind = "hidden" if case.hidden else "public"
+            setattr(entry, f"{kind}_total", getattr(entry, f"{kind}_total") + 1)
+            if passed[name].get(case.index):
+                setattr(entry, f"{kind}_passed", getattr(entry, f"{kind}_passed") + 1)
+    if outcome.output:
+        result.status, result.reason = "output", f"printed more than the {limits.output_bytes / 1e6:g} MB allowed"
+    elif outcome.memory:
+        result.status, result.reason = "memory", f"used more than the {limits.memory_mb} MiB memory cap"
+    elif outcome.timed_out:
+        result.status, result.reason = "timeout", f"did not finish within {limits.timeout_s:g} s (an endless loop?)"
+    elif outcome.protocol:
+        result.status, result.reason = "error", f"the submission {outcome.protocol}"
+    elif not finished:
+        code = outcome.returncode
+        how = f"exit code {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "no exit code"
+        result.status = "error"
+        result.reason = f"the notebook's process ended before its tests finished ({how}): an answer may exit or crash Python"
+    if not finished:
+        tail = outcome.stderr_head.decode("utf-8", "replace").strip().splitlines()[-3:]
+        if tail:
+            result.notes.append("stderr: " + " | ".join(tail)[:600])
+
+
+# ---------------------------------------------------------------------------------------------
+# The batch
+
+
+def load_lessons(course: Path) -> dict[str, Lesson]:
+    names = lesson_names(course)
+    if not names:
+        raise CourseError(f"{course} holds no lessons (no lessons/NN_name.ipynb): pass --course with the course checkout.")
+    return {name: load_lesson(name, course) for name in names}
+
+
+def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits | None = None,
+          workers: int = DEFAULT_WORKERS, lesson: str | None = None, confined: bool = True,
+          progress: bool = False) -> list[SubmissionResult]:
+    """Grade every submission in `paths` (files, or folders searched recursively) and write the results to `out`.
+
+    Raises ValueError for a path that does not exist or a batch with no candidates, CourseError when
+    the course folder lacks its editions or tests, and SandboxUnavailable when `confined` and no
+    sandbox can be made here.
+    """
+    limits = limits or Limits()
+    if limits.threads < 1:
+        limits.threads = max(1, (os.cpu_count() or 1) // workers)
+    if confined:
+        problem = sandbox_problem()
+        if problem:
+            raise SandboxUnavailable(problem)
+    lessons = load_lessons(Path(course))
+    if lesson is not None:
+        from effitrain_lessons.course.lessons import resolve_lesson
+
+        lesson = resolve_lesson(lesson, sorted(lessons))
+    submissions = find_submissions(paths)
+    if not submissions:
+        raise ValueError("No submissions found: pass notebook files or folders that contain .ipynb files.")
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(submissions), unit="notebook", desc="grading", file=sys.stderr, dynamic_ncols=True)
+    results: list[SubmissionResult | None] = [None] * len(submissions)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(grade_one, s, lessons, limits, lesson, confined): i for i, s in enumerate(submissions)}
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                results[futures[future]] = future.result()
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            INTERRUPTED.set()
+            for future in futures:
+                future.cancel()
+            stop_all()
+            raise
+        finally:
+            if bar is not None:
+                bar.close()
+            report.write_results([r for r in _complete(results, submissions)], Path(out))
+    return [r for r in results if r is not None]
+
+
+def _complete(results, submissions):
+    for result, submission in zip(results, submissions):
+        yield result or SubmissionResult(submission.name, None, "interrupted",
+                                         "the grader was stopped before this file was graded")
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    defaults = Limits()
+    parser.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="notebooks, or folders of them (searched recursively)")
+    parser.add_argument("--out", required=True, help="folder for grades.csv, results.json and feedback/")
+    parser.add_argument("--course", default=str(ROOT), help="the course checkout with the solution editions and tests")
+    parser.add_argument("--lesson", default=None, help="grade every submission as this lesson (e.g. 01), whatever its metadata says")
+    parser.add_argument("--timeout", type=float, default=defaults.timeout_s, help=f"seconds per submission (default {defaults.timeout_s:g})")
+    parser.add_argument("--memory", type=int, default=defaults.memory_mb, help=f"MiB of memory per submission (default {defaults.memory_mb})")
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help=f"submissions graded at once (default {DEFAULT_WORKERS})")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run submissions without the sandbox (UNSAFE: a submission can read and change your files)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.workers < 1 or args.timeout <= 0 or args.memory < 256:
+        print("error: --workers must be at least 1, --timeout positive and --memory at least 256 MiB.", file=sys.stderr)
+        return 2
+    limits = Limits(memory_mb=args.memory, timeout_s=args.timeout, threads=0)
+    previous = {}
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            previous[number] = signal.signal(number, interrupted)
+    try:
+        results = grade(args.submissions, args.out, Path(args.course), limits, args.workers, args.lesson,
+                        confined=not args.unsafe_no_sandbox, progress=not args.quiet)
+    except (ValueError, CourseError, SandboxUnavailable) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted: every sandbox was stopped; what was graded is in {Path(args.out) / 'grades.csv'}", file=sys.stderr)
+        return 130
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    for result in results:
+        print(f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} ({result.status}"
+              f"{': ' + result.reason if result.reason else ''})")
+    print(f"wrote {Path(args.out) / 'grades.csv'} and {len(results)} feedback files")
+    return 0
+
+
+def main_grade(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="effitrain grade", description="Grade learners' notebooks (README: For instructors).")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
