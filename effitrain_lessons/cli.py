@@ -1,4 +1,8 @@
-"""The `effitrain` command: `effitrain lab`, `effitrain info`, `effitrain build`."""
+"""The `effitrain` command: `lab` and `info` for learners, `build` and `grade` for instructors.
+
+`python -m effitrain_lessons` is the same command. The instructor's subcommands live in
+`effitrain_lessons.course`, imported only when one of them runs.
+"""
 
 from __future__ import annotations
 
@@ -38,40 +42,47 @@ def info_lines() -> list[str]:
     return lines
 
 
-def run_lab(port: int, no_browser: bool, directory: Path) -> int:
+def run_lab(args: argparse.Namespace) -> int:
+    directory = args.dir or lessons_dir()
     if not directory.is_dir():
         print(f"There is no folder {directory}: pass --dir with the folder that holds the lessons.", file=sys.stderr)
         return 2
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}", f"--port={port}"]
-    if no_browser:
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}", f"--port={args.port}"]
+    if args.no_browser:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # containers and Binder-like machines run as root
     os.execv(sys.executable, command)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="effitrain", description="Lessons on efficient training with PyTorch.")
-    commands = parser.add_subparsers(dest="command", required=True)
+def run_info(args: argparse.Namespace) -> int:
+    print("\n".join(info_lines()))
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    from effitrain_lessons.course import build, grade
+
+    main = argparse.ArgumentParser(prog="effitrain", description="Lessons on efficient training with PyTorch.")
+    commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lab = commands.add_parser("lab", help="open JupyterLab on the lessons")
     lab.add_argument("--port", type=int, default=8888)
     lab.add_argument("--no-browser", action="store_true", help="serve without opening a browser")
     lab.add_argument("--dir", type=Path, default=None, help="folder of lessons (default: the checkout's notebooks/)")
-    commands.add_parser("info", help="versions, device, and whether the hub is reachable")
-    commands.add_parser("build", help="build the learner and solution editions from lessons/ (--check: only compare)")
-    commands.add_parser("grade", help="grade learners' notebooks: effitrain grade SUBMISSION... --out DIR")
+    lab.set_defaults(run=run_lab)
+    info = commands.add_parser("info", help="versions, device, and whether the hub is reachable")
+    info.set_defaults(run=run_info)
+    building = commands.add_parser("build", help="build the lesson editions from lessons/ (instructors)",
+                                   description=build.DESCRIPTION)
+    build.add_arguments(building)
+    building.set_defaults(run=build.run)
+    grading = commands.add_parser("grade", help="grade learners' notebooks in a sandbox (instructors)",
+                                  description="Grade learners' notebooks; see the README, For instructors.")
+    grade.add_arguments(grading)
+    grading.set_defaults(run=grade.run)
+    return main
 
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["build"]:  # the build has its own options
-        from effitrain_lessons.authoring import main_build
 
-        return main_build(argv[1:])
-    if argv[:1] == ["grade"]:  # so does grading
-        from effitrain_lessons.grading import main_grade
-
-        return main_grade(argv[1:])
-    args = parser.parse_args(argv)
-    if args.command == "info":
-        print("\n".join(info_lines()))
-        return 0
-    return run_lab(args.port, args.no_browser, args.dir or lessons_dir())
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    return args.run(args)

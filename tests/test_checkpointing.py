@@ -14,7 +14,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from effitrain_lessons import checkpointing as ckpt
 from effitrain_lessons import viz
-from effitrain_lessons.authoring import ROOT, edition_paths
+from effitrain_lessons.course.lessons import ROOT, edition_paths
 from effitrain_lessons.memory import measure_step, record_saved_tensors, training_memory
 
 LESSON = "01_checkpointing_first_principles"

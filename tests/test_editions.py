@@ -1,6 +1,6 @@
 """The committed lesson editions: up to date with lessons/, clean, and their exercise checks work offline.
 
-`effitrain build` (effitrain_lessons.authoring) makes, from each Otter Assign master in lessons/,
+`effitrain build` (effitrain_lessons.course.build) makes, from each Otter Assign master in lessons/,
 a learner edition (notebooks/), a solution edition (notebooks/solutions/) and the autograder
 material (autograder/). nbval runs every edition top to bottom; these tests check the rest.
 """
@@ -15,10 +15,11 @@ import zipfile
 
 import pytest
 
-from effitrain_lessons import authoring
+from effitrain_lessons import colab
+from effitrain_lessons.course import build as editions
 
-ROOT = authoring.ROOT
-LESSONS = authoring.lesson_names()
+ROOT = editions.ROOT
+LESSONS = editions.lesson_names()
 SAMPLE = "00_start_here"  # the orientation lesson: its exercise needs no earlier cell
 EDITIONS = [(name, kind) for name in LESSONS for kind in ("learner", "solution")]
 MACHINE_PATHS = ("/root/", "/tmp/", "/work/", "/home/", "C:\\\\")
@@ -26,7 +27,7 @@ SOLUTION_TAG, ANSWER_TAG = "otter_assign_solution_cell", "otter_answer_cell"
 
 
 def read(name: str, kind: str) -> dict:
-    return json.loads((ROOT / authoring.edition_paths(name)[kind]).read_text(encoding="utf-8"))
+    return json.loads((ROOT / editions.edition_paths(name)[kind]).read_text(encoding="utf-8"))
 
 
 def source(cell: dict) -> str:
@@ -39,38 +40,38 @@ def test_there_is_a_lesson_and_it_has_an_exercise():
 
 
 def test_committed_editions_are_up_to_date():
-    differences = authoring.build(check=True)
+    differences = editions.build(check=True)
     assert differences == [], "run `make notebooks` and commit: " + ", ".join(map(str, differences))
 
 
 def test_the_check_reports_a_modified_a_missing_and_an_extra_file(tmp_path):
     for folder in ("lessons", "notebooks", "autograder"):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns(".OTTER_LOG", ".ipynb_checkpoints"))
-    paths = authoring.edition_paths(SAMPLE)
+    paths = editions.edition_paths(SAMPLE)
     learner = tmp_path / paths["learner"]
     learner.write_text(learner.read_text(encoding="utf-8").replace("tensor_bytes = ...", "tensor_bytes = 1"), encoding="utf-8")
     hidden_tests = sorted((tmp_path / paths["autograder"] / "tests").glob("*.py"))
     hidden_tests[0].unlink()
     (tmp_path / paths["autograder"] / "stray.txt").write_text("left over\n")
 
-    found = {(d.path, d.reason) for d in authoring.build(check=True, root=tmp_path, lessons=[SAMPLE])}
+    found = {(d.path, d.reason) for d in editions.build(check=True, root=tmp_path, lessons=[SAMPLE])}
 
     assert found == {
         (paths["learner"], "stale"),
         (hidden_tests[0].relative_to(tmp_path).as_posix(), "missing"),
         (f"{paths['autograder']}/stray.txt", "extra"),
     }
-    assert authoring.build(check=True, root=tmp_path, lessons=[SAMPLE]), "check mode must not write"
+    assert editions.build(check=True, root=tmp_path, lessons=[SAMPLE]), "check mode must not write"
 
 
 def test_building_twice_gives_the_same_bytes():
     source_path = ROOT / "lessons" / f"{SAMPLE}.ipynb"
-    assert authoring.render_lesson(source_path) == authoring.render_lesson(source_path)
+    assert editions.render_lesson(source_path) == editions.render_lesson(source_path)
 
 
 @pytest.mark.parametrize("name, kind", EDITIONS)
 def test_editions_are_clean(name, kind):
-    text = (ROOT / authoring.edition_paths(name)[kind]).read_text(encoding="utf-8")
+    text = (ROOT / editions.edition_paths(name)[kind]).read_text(encoding="utf-8")
     notebook = json.loads(text)
     for marker in MACHINE_PATHS:
         assert marker not in text, f"a machine path ({marker}) in the {kind} edition of {name}"
@@ -80,7 +81,7 @@ def test_editions_are_clean(name, kind):
     assert len(set(ids)) == len(ids)
     assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", i) for i in ids)
     for cell in notebook["cells"]:
-        assert set(cell["metadata"]) <= set(authoring.CELL_METADATA_KEPT)
+        assert set(cell["metadata"]) <= set(editions.CELL_METADATA_KEPT)
         if cell["cell_type"] == "code":
             assert cell["outputs"] == [] and cell["execution_count"] is None
     # Ids come from the source where the cell does; the cells the build adds get fixed ones.
@@ -95,11 +96,11 @@ def test_editions_are_clean(name, kind):
 def test_every_edition_starts_with_the_setup_cell(name, kind):
     first = read(name, kind)["cells"][0]
     assert first["cell_type"] == "code"
-    assert source(first) == authoring.setup_cell_source(authoring.edition_paths(name)[kind])
+    assert source(first) == editions.setup_cell_source(editions.edition_paths(name)[kind])
     assert 'if "google.colab" in sys.modules:' in source(first)
     assert (
         'subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
-        f'"effitrain-lessons @ git+https://github.com/{authoring.REPOSITORY}"], check=True)'
+        f'"effitrain-lessons @ git+https://github.com/{editions.REPOSITORY}"], check=True)'
     ) in source(first)
     assert not re.search(r"^\s*[%!]", source(first), flags=re.MULTILINE), "no IPython magics"
     second = read(name, kind)["cells"][1]
@@ -109,7 +110,7 @@ def test_every_edition_starts_with_the_setup_cell(name, kind):
 def test_the_setup_cell_says_in_one_sentence_what_to_do_without_the_package(monkeypatch):
     monkeypatch.setitem(sys.modules, "effitrain_lessons", None)  # makes the import fail
     with pytest.raises(ImportError) as raised:
-        exec(authoring.setup_cell_source(f"notebooks/{SAMPLE}.ipynb"), {})
+        exec(editions.setup_cell_source(f"notebooks/{SAMPLE}.ipynb"), {})
     message = str(raised.value)
     assert "not installed" in message and "make lab" in message and "pip install" in message
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
@@ -135,7 +136,7 @@ def solution_lines(notebook: dict) -> list[str]:
 
 @pytest.mark.parametrize("name", LESSONS)
 def test_learner_edition_has_no_solutions_and_no_hidden_tests(name):
-    learner_text = (ROOT / authoring.edition_paths(name)["learner"]).read_text(encoding="utf-8")
+    learner_text = (ROOT / editions.edition_paths(name)["learner"]).read_text(encoding="utf-8")
     learner, solution = read(name, "learner"), read(name, "solution")
     solutions = solution_lines(solution)
     hidden = [
@@ -213,7 +214,7 @@ def without_network() -> list[str]:
 
 
 def test_exercise_checks_fail_unanswered_and_pass_with_the_solution_offline():
-    paths = authoring.edition_paths(SAMPLE)
+    paths = editions.edition_paths(SAMPLE)
     learner, solution = ROOT / paths["learner"], ROOT / paths["solution"]
     done = subprocess.run(
         [*without_network(), sys.executable, "-c", EXECUTE, str(learner), str(solution)],
@@ -234,11 +235,11 @@ def test_autograder_material_holds_the_hidden_test(tmp_path):
     from otter.test_files import create_test_file
     from otter.nbmeta_config import NBMetadataConfig
 
-    folder = ROOT / authoring.edition_paths(SAMPLE)["autograder"]
+    folder = ROOT / editions.edition_paths(SAMPLE)["autograder"]
     assert {"run_autograder", "run_otter.py", "setup.sh", "environment.yml", "otter_config.json"} <= {
         p.name for p in folder.iterdir()
     }
-    assert authoring.PIP_REQUIREMENT in (folder / "environment.yml").read_text()
+    assert editions.PIP_REQUIREMENT in (folder / "environment.yml").read_text()
     assert json.loads((folder / "otter_config.json").read_text())["assignment_name"] == SAMPLE
 
     test_file = folder / "tests" / "q_bytes.py"
@@ -252,8 +253,8 @@ def test_autograder_material_holds_the_hidden_test(tmp_path):
     assert test.passed_all_public and not test.passed_all  # only the hidden test catches it
 
     # Packed for `otter grade -a` / Gradescope: same folder, same bytes.
-    first = authoring.pack_autograder(SAMPLE, tmp_path / "a.zip")
-    second = authoring.pack_autograder(SAMPLE, tmp_path / "b.zip")
+    first = editions.pack_autograder(SAMPLE, tmp_path / "a.zip")
+    second = editions.pack_autograder(SAMPLE, tmp_path / "b.zip")
     assert first.read_bytes() == second.read_bytes()
     with zipfile.ZipFile(first) as archive:
         assert "tests/q_bytes.py" in archive.namelist()
@@ -263,8 +264,8 @@ def test_on_colab_the_setup_cell_can_fetch_the_tests_without_a_notebook_on_disk(
     from otter.test_files import create_test_file
     from otter.nbmeta_config import NBMetadataConfig
 
-    edition = authoring.edition_paths(SAMPLE)["learner"]
-    questions = authoring.fetch_tests(edition, base_url=ROOT.as_uri(), folder=tmp_path)
+    edition = editions.edition_paths(SAMPLE)["learner"]
+    questions = colab.fetch_tests(edition, base_url=ROOT.as_uri(), folder=tmp_path)
     assert questions == ["q_bytes"]
     assert (tmp_path / f"{SAMPLE}.ipynb").read_bytes() == (ROOT / edition).read_bytes()
     test = create_test_file(str(tmp_path / "tests" / "q_bytes.py"), NBMetadataConfig())

@@ -198,20 +198,26 @@ def pack_autograder(name: str, destination: str | os.PathLike, root: Path = ROOT
     return destination
 
 
-def main_build(argv: list[str] | None = None) -> int:
-    """`effitrain build [--check] [LESSON ...]`: the CLI's build subcommand. Returns the exit code."""
-    parser = argparse.ArgumentParser(
-        prog="effitrain build",
-        description="Build the learner editions (notebooks/), the solution editions (notebooks/solutions/) "
-        "and the autograder material (autograder/) from the Otter Assign masters in lessons/.",
-    )
-    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to build, e.g. 00_start_here (default: all)")
-    parser.add_argument("--check", action="store_true", help="only report committed files that are stale or missing")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+DESCRIPTION = ("Build the learner editions (notebooks/), the solution editions (notebooks/solutions/) "
+               "and the autograder material (autograder/) from the Otter Assign masters in lessons/.")
 
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to build, e.g. 00 or 00_start_here (default: all)")
+    parser.add_argument("--check", action="store_true", help="only report built files that are stale or missing")
+    parser.add_argument("--course", type=Path, default=ROOT, help="the course checkout (default: this package's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """`effitrain build [--check] [LESSON ...]`. Returns the exit code."""
+    root = Path(args.course)
+    if not lesson_names(root):
+        print(f"There are no lesson masters in {root / LESSONS_DIR}: run this in the course checkout or pass --course.",
+              file=sys.stderr)
+        return 2
     start = time.perf_counter()
     try:
-        differences = build(check=args.check, lessons=args.lessons or None)
+        differences = build(check=args.check, root=root, lessons=args.lessons or None)
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
@@ -224,7 +230,7 @@ def main_build(argv: list[str] | None = None) -> int:
     if args.check and differences:
         print(f"{len(differences)} file(s) out of date: run `make notebooks` and commit the result.", file=sys.stderr)
         return 1
-    count = len(args.lessons) if args.lessons else len(lesson_names())
+    count = len(args.lessons) if args.lessons else len(lesson_names(root))
     verdict = "up to date" if args.check else f"{len(differences) - orphans} file(s) changed"
     print(f"Built {count} lesson(s) in {seconds:.1f} s: {verdict}.")
     return 0
