@@ -89,18 +89,22 @@ class SubmissionResult:
 # The plan
 
 
-def grading_plan(lesson: Lesson, answers: dict[str, str]) -> tuple[list[dict], list[str]]:
+def grading_plan(lesson: Lesson, answers: dict[str, str], follow_names: bool = True) -> tuple[list[dict], list[str]]:
     """The cells to run for `lesson` with the learner's `answers` (cell id -> source).
 
-    Returns the job's cells and the questions whose answer cells the submission lacks.
+    These are the cells tagged `setup-for:<question>`, the answer and check cells, and (with
+    `follow_names`) the lesson cells that define a name an answer uses and no chosen cell before it
+    defines. Returns the job's cells and the questions whose answer cells the submission lacks.
     """
-    chosen = {i for i, cell in enumerate(lesson.cells) if cell.setup_for or cell.answer_for or cell.check_for}
+    graded = set(lesson.questions)
+    chosen = {i for i, cell in enumerate(lesson.cells)
+              if cell.setup_for & graded or cell.answer_for in graded or cell.check_for in graded}
     names = [review.defined_and_used(cell.source) if not cell.answer_for else (set(), set()) for cell in lesson.cells]
     learner = {cell.id: answers.get(cell.id) for cell in lesson.cells if cell.answer_for}
     for i, cell in enumerate(lesson.cells):
         if cell.answer_for and learner[cell.id] is not None:
             names[i] = review.defined_and_used(learner[cell.id])
-    pending = sorted(chosen)
+    pending = sorted(chosen) if follow_names else []
     while pending:  # add the lesson cells that define a name a chosen cell uses and nothing before it defines
         i = pending.pop()
         for name in names[i][1]:
@@ -156,21 +160,24 @@ def _grade_one(submission, lessons, limits, lesson_override, confined) -> Submis
     name, problem = identify(notebook, lessons, lesson_override)
     if name is None:
         return SubmissionResult(submission.name, None, "rejected", f"{submission.name} {problem}.")
-    lesson = lessons[name]
-    result = SubmissionResult(submission.name, name, "graded",
+    answers = {cell_id: source for cell_id, source in code_cells(notebook).items() if cell_id in lessons[name].answers}
+    return grade_answers(submission.name, lessons[name], answers, limits, confined)
+
+
+def grade_answers(file: str, lesson: Lesson, answers: dict[str, str], limits: Limits, confined: bool = True,
+                  follow_names: bool = True) -> SubmissionResult:
+    """Grade the learner's `answers` (answer cell id -> source) to `lesson`, in a sandbox."""
+    result = SubmissionResult(file, lesson.name, "graded",
                               questions={q: QuestionResult(q, 0.0, question.points) for q, question in lesson.questions.items()})
-    answers = {}
-    for cell_id, source in code_cells(notebook).items():
-        if cell_id in lesson.answers:
-            if len(source) > MAX_ANSWER_CHARS:
-                source = ""
-                result.questions[lesson.answers[cell_id]].answer_error = \
-                    f"the answer cell is longer than {MAX_ANSWER_CHARS} characters and was not run"
-            answers[cell_id] = source
+    for cell_id, source in list(answers.items()):
+        if len(source) > MAX_ANSWER_CHARS:
+            answers[cell_id] = ""
+            result.questions[lesson.answers[cell_id]].answer_error = \
+                f"the answer cell is longer than {MAX_ANSWER_CHARS} characters and was not run"
     for cell_id, source in answers.items():
         for what in review.review_answer(source):
             _add_flag(result, lesson.answers[cell_id], what)
-    cells, missing = grading_plan(lesson, answers)
+    cells, missing = grading_plan(lesson, answers, follow_names)
     for question in missing:
         result.questions[question].missing = True
     _run(result, lesson, cells, limits, confined)

@@ -129,6 +129,11 @@ class Lesson:
     def points(self) -> float:
         return sum(question.points for question in self.questions.values())
 
+    def only(self, question: str) -> "Lesson":
+        """This lesson with one question: its lesson cells, and that question's answer and check."""
+        cells = [cell for cell in self.cells if (cell.answer_for or cell.check_for or question) == question]
+        return Lesson(self.name, cells, {question: self.questions[question]}, self.cell_ids)
+
 
 class CourseError(Exception):
     """The course folder lacks what grading needs (a sentence saying what to do)."""

@@ -4,11 +4,13 @@ test = {   'name': 'q_checkpoint_block',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> out = checkpointed_block(x_block)\n'
-                                               '>>> assert isinstance(out, torch.Tensor), "checkpointed_block(x) should return the block\'s output, a tensor"\n'
+                                               '>>> assert type(out) is torch.Tensor, "checkpointed_block(x) should return the block\'s output, a tensor"\n'
                                                '>>> torch.testing.assert_close(out, block(x_block))\n',
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.checkpointing import trace_step\n'
+                                   {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.checkpointing import trace_step\n'
+                                               ">>> assert type(checkpointed_block(x_block)) is torch.Tensor, 'checkpointed_block(x) should return a tensor'\n"
                                                ">>> traced = trace_step(checkpointed_block, {'x': x_block}, parameters=block)\n"
                                                ">>> plain = trace_step(block, {'x': x_block})\n"
                                                ">>> assert traced.kept_bytes <= 0.25 * plain.kept_bytes, f'the block still keeps {traced.kept_bytes} of {plain.kept_bytes} bytes: run it inside "
@@ -17,6 +19,7 @@ test = {   'name': 'q_checkpoint_block',
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.checkpointing import trace_step\n'
+                                               '>>> assert type(checkpointed_block(x_block)) is torch.Tensor\n'
                                                '>>> x_test = torch.randn(16, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)\n'
                                                ">>> want = trace_step(block, {'x': x_test}).gradients\n"
                                                ">>> got = trace_step(checkpointed_block, {'x': x_test}, parameters=block)\n"
@@ -28,6 +31,7 @@ test = {   'name': 'q_checkpoint_block',
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.checkpointing import trace_step\n'
+                                               '>>> assert type(checkpointed_block(x_block)) is torch.Tensor\n'
                                                '>>> x_frozen = torch.randn(16, 64, generator=torch.Generator().manual_seed(2))\n'
                                                ">>> want = trace_step(block, {'x': x_frozen}).gradients\n"
                                                ">>> got = trace_step(checkpointed_block, {'x': x_frozen}, parameters=block).gradients\n"

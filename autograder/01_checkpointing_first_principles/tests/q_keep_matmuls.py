@@ -7,23 +7,27 @@ test = {   'name': 'q_keep_matmuls',
                                                '>>> ctx = SelectiveCheckpointContext(is_recompute=False)\n'
                                                '>>> def answer(op):\n'
                                                '...     decision = keep_matmuls(ctx, op)\n'
-                                               '...     if isinstance(decision, bool):\n'
+                                               "...     assert type(decision) in (bool, CheckpointPolicy), 'keep_matmuls should return a CheckpointPolicy (or True to keep)'\n"
+                                               '...     if type(decision) is bool:\n'
                                                '...         decision = CheckpointPolicy.MUST_SAVE if decision else CheckpointPolicy.PREFER_RECOMPUTE\n'
                                                '...     return decision\n'
                                                ">>> assert answer(torch.ops.aten.mm.default) in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE), 'keep the mm outputs'\n"
                                                ">>> assert answer(torch.ops.aten.relu.default) in (CheckpointPolicy.MUST_RECOMPUTE, CheckpointPolicy.PREFER_RECOMPUTE), 'recompute the rest'\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> assert isinstance(predicted_recomputations, dict), \'predicted_recomputations should be a dict like {"mm": 0, "relu": 0}\'\n'
-                                               '>>> assert set(predicted_recomputations) == {\'mm\', \'relu\'}, \'predict for exactly two ops: "mm" and "relu"\'\n'
-                                               ">>> assert all((isinstance(n, int) and n >= 0 for n in predicted_recomputations.values())), 'counts are whole numbers'\n"
-                                               ">>> assert isinstance(predicted_kept_bytes, (int, float)) and predicted_kept_bytes >= 0, 'predicted_kept_bytes is a number of bytes'\n",
+                                   {   'code': '>>> assert type(predicted_recomputations) is dict, \'predicted_recomputations should be a dict like {"mm": 0, "relu": 0}\'\n'
+                                               ">>> assert all((type(op) is str for op in predicted_recomputations)) and set(predicted_recomputations) == {'mm', 'relu'}, 'predict for exactly two "
+                                               'ops: "mm" and "relu"\'\n'
+                                               ">>> assert all((type(n) is int and n >= 0 for n in predicted_recomputations.values())), 'counts are whole numbers'\n"
+                                               ">>> assert type(predicted_kept_bytes) in (int, float) and predicted_kept_bytes >= 0, 'predicted_kept_bytes is a number of bytes'\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
-                                               '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
+                                               '>>> from torch.utils.checkpoint import CheckpointPolicy, SelectiveCheckpointContext, checkpoint, create_selective_checkpoint_contexts\n'
                                                '>>> from effitrain_lessons.checkpointing import trace_step, two_matmuls, two_matmuls_inputs\n'
+                                               '>>> assert all((type(keep_matmuls(SelectiveCheckpointContext(is_recompute=False), op)) in (bool, CheckpointPolicy) for op in '
+                                               '(torch.ops.aten.mm.default, torch.ops.aten.relu.default)))\n'
                                                '>>> test_inputs = two_matmuls_inputs(batch=16, width=32, hidden=96, seed=3)\n'
                                                '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
                                                'context_fn=partial(create_selective_checkpoint_contexts, keep_matmuls)), test_inputs)\n'
@@ -40,6 +44,8 @@ test = {   'name': 'q_keep_matmuls',
                                                '>>> reference = keep_ops_policy([torch.ops.aten.mm.default])\n'
                                                '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
                                                'context_fn=partial(create_selective_checkpoint_contexts, reference)), two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0))\n'
+                                               '>>> assert type(predicted_recomputations) is dict and all((type(k) is str and type(v) is int for k, v in predicted_recomputations.items()))\n'
+                                               '>>> assert type(predicted_kept_bytes) in (int, float)\n'
                                                ">>> assert dict(predicted_recomputations) == {'mm': traced.recomputations('mm'), 'relu': traced.recomputations('relu')}\n"
                                                '>>> assert abs(predicted_kept_bytes - traced.kept_bytes) <= 0.01 * traced.kept_bytes\n',
                                        'hidden': True,

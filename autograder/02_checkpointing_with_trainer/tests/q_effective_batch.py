@@ -2,8 +2,8 @@ OK_FORMAT = True
 
 test = {   'name': 'q_effective_batch',
     'points': 2,
-    'suites': [   {   'cases': [   {   'code': ">>> assert isinstance(predicted_effective_batch, int) and predicted_effective_batch > 0, 'predicted_effective_batch is a whole number of pairs'\n"
-                                               ">>> assert isinstance(predicted_optimizer_steps, int) and predicted_optimizer_steps > 0, 'predicted_optimizer_steps is a whole number of steps'\n",
+    'suites': [   {   'cases': [   {   'code': ">>> assert type(predicted_effective_batch) is int and predicted_effective_batch > 0, 'predicted_effective_batch is a whole number of pairs'\n"
+                                               ">>> assert type(predicted_optimizer_steps) is int and predicted_optimizer_steps > 0, 'predicted_optimizer_steps is a whole number of steps'\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import contextlib\n'
@@ -17,6 +17,7 @@ test = {   'name': 'q_effective_batch',
                                                "train_dataset=tokenized_mrpc()['train'].select(range(96)))\n"
                                                '>>> with contextlib.redirect_stdout(io.StringIO()):\n'
                                                '...     _ = practice_trainer.train()\n'
+                                               '>>> assert type(predicted_optimizer_steps) is int and type(predicted_effective_batch) is int\n'
                                                '>>> assert predicted_optimizer_steps == practice_trainer.state.global_step\n'
                                                '>>> assert predicted_effective_batch == 96 * 2 // practice_trainer.state.global_step\n',
                                        'hidden': True,
