@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import dataclasses
 import os
 import secrets
 import signal
@@ -298,7 +299,7 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
     """
     limits = limits or Limits()
     if limits.threads < 1:
-        limits.threads = max(1, (os.cpu_count() or 1) // workers)
+        limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // workers))
     if confined:
         problem = sandbox_problem()
         if problem:

@@ -23,8 +23,13 @@ SKIPPED_FOLDERS = (".ipynb_checkpoints",)  # JupyterLab's autosave copies, not s
 
 
 def readable(text: str) -> str:
-    """`text` as valid UTF-8 text: lone surrogates (from undecodable bytes) become backslash escapes."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if isinstance(text, str) else ""
+    """`text` as valid UTF-8 text: undecodable bytes and lone surrogates become backslash escapes."""
+    if not isinstance(text, str):
+        return ""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass
@@ -178,13 +183,15 @@ def identify(notebook: dict, lessons: dict[str, Lesson], override: str | None = 
         except ValueError:
             source = "--lesson" if override is not None else "its metadata"
             return None, f"names lesson {readable(named)[:60]!r} in {source}, which this course does not have"
+        said = f"is to be graded as lesson {named} (--lesson {override})" if override is not None else \
+            f"names lesson {named} in its metadata"
         if matches[named] == 0:
             if best is not None and matches[best] > 0:
-                return None, (f"names lesson {named}, but its cells are lesson {best}'s: it was made from another "
-                              f"lesson's notebook (pass --lesson {best} if that is the lesson it answers)")
-            return None, f"names lesson {named}, but none of its cells belongs to that lesson"
+                return None, (f"{said}, but its cells are lesson {best}'s: it was made from another lesson's notebook "
+                              f"(pass --lesson {best} if that is the lesson it answers)")
+            return None, f"{said}, but none of its cells belongs to that lesson"
         if best is not None and best != named and matches[best] > matches[named]:
-            return None, f"names lesson {named}, but most of its cells are lesson {best}'s"
+            return None, f"{said}, but most of its cells are lesson {best}'s"
         return named, ""
     if best is not None and matches[best] > 0:
         return best, ""
