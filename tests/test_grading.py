@@ -524,7 +524,7 @@ def test_lesson_option_overrides_the_metadata(tmp_path):
     [result] = grade.grade([str(tmp_path)], tmp_path / "out", lesson="00")
     assert result.lesson == "00_start_here" and result.total == 1
     [result] = grade.grade([str(tmp_path)], tmp_path / "out2", lesson="01")
-    assert result.status == "rejected" and "(--lesson 01), but its cells are lesson 00_start_here's" in result.reason
+    assert result.status == "rejected" and "(--lesson 01_checkpointing_first_principles), but its cells are lesson 00_start_here's" in result.reason
 
 
 @needs_sandbox
