@@ -1,7 +1,8 @@
 # Quick start: `make lab` opens the lessons, `make test` runs every test.
 # Both create .venv on first use; later runs reuse it (the stamp changes only
 # when pyproject.toml or constraints.txt does). `make test` also installs Debian's
-# Chromium for the browser tests when it is missing (apt-get, as root or via sudo).
+# Chromium (browser tests) and bubblewrap (the grading sandbox) when they are
+# missing (apt-get, as root or via sudo).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,9 +13,11 @@ NO_BROWSER ?=
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
+BWRAP ?= /usr/bin/bwrap
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+APT_INSTALL = $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq
 
-.PHONY: setup browser lab test bench notebooks clean
+.PHONY: setup browser sandbox lab test bench notebooks clean
 
 setup: $(STAMP)
 
@@ -28,20 +31,30 @@ browser: $(CHROMIUM)
 
 $(CHROMIUM):
 	@if command -v apt-get >/dev/null; then \
-		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; \
+		$(APT_INSTALL) chromium >/dev/null; \
 	else \
 		echo "No apt-get here: install Chromium yourself and set EFFITRAIN_CHROMIUM, or the browser tests are skipped."; \
+	fi
+
+# `effitrain grade` runs every submission in a bubblewrap sandbox.
+sandbox: $(BWRAP)
+
+$(BWRAP):
+	@if command -v apt-get >/dev/null; then \
+		$(APT_INSTALL) bubblewrap >/dev/null; \
+	else \
+		echo "No apt-get here: install bubblewrap yourself, or the grading tests that need a sandbox are skipped."; \
 	fi
 
 lab: setup
 	$(BIN)/effitrain lab --port $(PORT) $(if $(NO_BROWSER),--no-browser)
 
-test: setup browser
-	EFFITRAIN_CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest $(PYTEST_ARGS)
+test: setup browser sandbox
+	EFFITRAIN_CHROMIUM=$(CHROMIUM) EFFITRAIN_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # Benchmarks (about 30 min): writes benchmarks/RESULTS.md and RESULTS.json, compared with the
 # committed ones. BENCH_ARGS="--repeats 1" for a quicker look.
-bench: setup
+bench: setup sandbox
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 notebooks: setup

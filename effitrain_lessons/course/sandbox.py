@@ -98,8 +98,8 @@ def _probe() -> str | None:
         return (f"Grading needs a sandbox, and bubblewrap runs only on Linux (this is {sys.platform}): grade on "
                 "Linux, or pass --unsafe-no-sandbox to run submissions unconfined.")
     if bwrap_path() is None:
-        return ("Grading needs bubblewrap for its sandbox: install it (Debian/Ubuntu: `sudo apt-get install "
-                "bubblewrap`; `make setup-grading` does it) or pass --unsafe-no-sandbox to run submissions unconfined.")
+        return ("Grading needs bubblewrap for its sandbox: install it (`sudo apt-get install bubblewrap` on Debian "
+                "or Ubuntu, or `make sandbox` in the course checkout) or pass --unsafe-no-sandbox to run submissions unconfined.")
     try:
         done = subprocess.run(bwrap_command([sys.executable, "-I", "-c", "import effitrain_lessons"], Limits(), {}),
                               capture_output=True, timeout=60)
