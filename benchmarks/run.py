@@ -98,6 +98,12 @@ def figures(results: dict) -> dict[str, float]:
             out[f"{row['run']} {key}"] = row[key]
     for label, seconds in results.get("imports", {}).items():
         out[f"import {label} s"] = seconds
+    grading = results.get("grading")
+    if grading:
+        out["grading class_s"] = grading["class_s"]
+        out["grading one_lesson01_s"] = grading["one_lesson01_s"]
+        for name, seconds in grading["lesson_mean_s"].items():
+            out[f"grading lesson {name} mean_s"] = seconds
     return out
 
 
@@ -239,7 +245,34 @@ def markdown(results: dict) -> str:
         if results.get("lessons"):
             lines += ["", "Time to the first cell's output in a fresh kernel is the *first output* column of section 1."]
         lines.append("")
-    lines += ["## 4. Against the previous results", ""]
+    if results.get("grading"):
+        from grading import GOAL_CLASS_S, GOAL_ONE_S
+
+        g = results["grading"]
+        class_ok = g["class_s"] <= GOAL_CLASS_S
+        one_ok = g["one_lesson01_s"] <= GOAL_ONE_S
+        lines += [
+            "## 4. Grading a class",
+            "",
+            f"`effitrain grade` with its defaults (bubblewrap sandbox, 2 workers) on {g['learners']} learners x every "
+            f"lesson = {g['notebooks']} notebooks, in four kinds taken in turn: solved, blank, partly solved (the first "
+            "question), broken (answers that raise or do not parse). Each submission runs only the cells its questions "
+            "need, never the lesson's trainings.",
+            "",
+            f"- the class: **{g['class_s'] / 60:.1f} min** ({g['per_notebook_s']:.1f} s per notebook; "
+            f"{'meets' if class_ok else '**misses**'} the {GOAL_CLASS_S / 60:.0f}-minute goal); statuses: "
+            + ", ".join(f"{count} {status}" for status, count in sorted(g["statuses"].items())) + ";",
+            f"- one solved lesson-01 submission on its own: **{g['one_lesson01_s']:.1f} s**, median of "
+            f"{len(g['one_lesson01_runs'])} ({', '.join(f'{t:.1f}' for t in g['one_lesson01_runs'])} s; "
+            f"{'meets' if one_ok else '**misses**'} the {GOAL_ONE_S:.0f} s goal);",
+            f"- largest memory of one submission: {g['peak_memory_mb']:.0f} MiB (the cap is 3072 MiB).",
+            "",
+        ]
+        lines += table(["lesson", "mean s per submission"], [[name, f"{s:.1f}"] for name, s in g["lesson_mean_s"].items()])
+        lines += ["", "Share of the points each kind earned (a check that the class is graded as written):", ""]
+        lines += table(["kind", "share of points"], [[kind, f"{share:.0%}"] for kind, share in g["share_of_points"].items()])
+        lines.append("")
+    lines += ["## 5. Against the previous results", ""]
     previous = results.get("previous")
     if previous is None:
         lines.append("No earlier RESULTS.json to compare with.")
@@ -255,16 +288,16 @@ def markdown(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3, help="Run All runs per lesson edition (median taken)")
-    parser.add_argument("--only", default="lessons,techniques,startup", help="comma-separated parts to run")
+    parser.add_argument("--only", default="lessons,techniques,startup,grading", help="comma-separated parts to run")
     parser.add_argument("--lessons", nargs="*", help="lesson number prefixes, e.g. 02 04 (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print the report instead of writing RESULTS.*")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1.")
     parts = {part.strip() for part in args.only.split(",")}
-    unknown = parts - {"lessons", "techniques", "startup"}
+    unknown = parts - {"lessons", "techniques", "startup", "grading"}
     if unknown:
-        parser.error(f"unknown part(s) {sorted(unknown)}: choose from lessons, techniques, startup.")
+        parser.error(f"unknown part(s) {sorted(unknown)}: choose from lessons, techniques, startup, grading.")
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
@@ -290,6 +323,11 @@ def main(argv: list[str] | None = None) -> int:
         for row in results["lessons"]:
             totals[row["edition"]] = totals.get(row["edition"], 0.0) + row["run_all_s"]
         results["lessons_total_s"] = totals
+    if "grading" in parts:
+        from grading import bench_grading
+
+        print("grading a class ...", flush=True)
+        results["grading"] = bench_grading()
     results["seconds"] = time.perf_counter() - started
 
     json_path, md_path = HERE / "RESULTS.json", HERE / "RESULTS.md"

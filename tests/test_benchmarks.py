@@ -18,7 +18,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 def bench():
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        yield {name: importlib.import_module(name) for name in ("run", "techniques", "lessons")}
+        yield {name: importlib.import_module(name) for name in ("run", "techniques", "lessons", "grading")}
     finally:
         sys.path.remove(str(BENCHMARKS))
 
@@ -80,3 +80,39 @@ def test_run_all_reports_a_cell_that_raises(bench, tmp_path):
     nbformat.write(notebook, path)
     with pytest.raises(Exception, match="broken lesson"):
         bench["lessons"].run_all(path)
+
+
+def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
+    grading = bench["grading"]
+    from effitrain_lessons.course.lessons import load_lesson
+
+    kinds = grading.make_class(tmp_path, learners=4)
+    assert sorted(set(kinds.values())) == sorted(grading.KINDS) and len(kinds) == 4 * 5
+    lesson = load_lesson("01_checkpointing_first_principles")
+    solutions = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
+
+    def answers(kind):
+        notebook = grading.submission(lesson.name, kind)
+        return {c["id"]: "".join(c["source"]) for c in notebook["cells"] if c["id"] in solutions}
+
+    assert answers("solved") == solutions
+    partly = answers("partly solved")
+    assert [partly[i] == solutions[i] for i in solutions] == [True, False]
+    assert all(source in grading.BROKEN for source in answers("broken").values())
+    assert all(source != solutions[i] for i, source in answers("blank").items())
+
+
+def test_report_states_the_grading_goals(bench):
+    run = bench["run"]
+    grading = {"notebooks": 150, "learners": 30, "class_s": 1300.0, "per_notebook_s": 8.7,
+               "statuses": {"graded": 150}, "lesson_mean_s": {"00_start_here": 2.0},
+               "share_of_points": {"solved": 1.0}, "one_lesson01_s": 9.0, "one_lesson01_runs": [9.0, 9.1, 8.9],
+               "peak_memory_mb": 600.0}
+    results = {"date": "2026-11-30", "seconds": 100.0,
+               "machine": {"cpu": "x", "cores": 2, "memory_gib": 24, "python": "3.11", "torch": "2.13.0",
+                           "transformers": "5", "cuda": False},
+               "grading": grading, "previous": None, "moved": []}
+    text = run.markdown(results)
+    assert "**21.7 min**" in text and "**misses** the 20-minute goal" in text
+    assert "**9.0 s**" in text and "meets the 15 s goal" in text
+    assert run.figures(results)["grading class_s"] == 1300.0
