@@ -33,7 +33,10 @@ Writing an exercise in a lesson source (Otter Assign's format; see 00_start_here
     raw cell       # END QUESTION
 
 Tests are doctests made from the test cells (otter's OK format): keep them to `assert`s with a
-message, and avoid helper variables (they would land in the learner's namespace). Cells after an
+message, compare types strictly (`type(x) is int`, not `isinstance`: an object can claim any class),
+and avoid helper variables (they would land in the learner's namespace). Tag each lesson cell an
+exercise needs (to define what its tests and solution use) `setup-for:<question>`: `effitrain
+grade` runs only those cells and the answers, and tests/test_grading.py checks that they suffice. Cells after an
 exercise must not use its answer: learner editions run top to bottom unanswered under nbval.
 The shared otter settings are `ASSIGNMENT_CONFIG`; a lesson may override them in its own
 `# ASSIGNMENT CONFIG` raw cell, except the settings that name files (lessons use bundled data).

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from effitrain_lessons.course import report, review
 from effitrain_lessons.course.lessons import ROOT, Cell, CourseError, Lesson, lesson_names, load_lesson
-from effitrain_lessons.course.sandbox import Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
+from effitrain_lessons.course.sandbox import Cgroup, Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
 from effitrain_lessons.course.submissions import (
     MAX_ANSWER_CHARS,
     Submission,
@@ -47,7 +47,6 @@ from effitrain_lessons.course.submissions import (
 )
 
 DEFAULT_WORKERS = 2
-STATUSES = ("graded", "timeout", "memory", "output", "error", "malformed", "rejected", "not a notebook", "interrupted")
 INTERRUPTED = threading.Event()
 
 
@@ -69,12 +68,13 @@ class QuestionResult:
 class SubmissionResult:
     file: str
     lesson: str | None
-    status: str  # one of STATUSES
+    status: str  # graded, timeout, memory, output, error, malformed, rejected, not a notebook, interrupted
     reason: str = ""
     questions: dict[str, QuestionResult] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)  # "q_name: what the answer reached for"
     seconds: float = 0.0
     peak_memory_mb: float = 0.0
+    memory_cap: str = ""  # how the cap was enforced: "cgroup v1", "cgroup v2" or "PSS"
     notes: list[str] = field(default_factory=list)  # for the instructor only (lesson cells that failed, output)
 
     @property
@@ -250,6 +250,7 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
     finally:
         outcome = box.stop()
     result.peak_memory_mb = round(outcome.peak_bytes / 2**20, 1)
+    result.memory_cap = outcome.memory_method
     for name, question in lesson.questions.items():
         entry = result.questions[name]
         entry.points = question.score(passed[name])
@@ -304,6 +305,7 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
         problem = sandbox_problem()
         if problem:
             raise SandboxUnavailable(problem)
+    Cgroup.sweep()
     lessons = load_lessons(Path(course))
     if lesson is not None:
         from effitrain_lessons.course.lessons import resolve_lesson

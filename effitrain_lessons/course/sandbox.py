@@ -265,6 +265,25 @@ class Cgroup:
             return None
         return group
 
+    @staticmethod
+    def sweep() -> int:
+        """Remove the empty cgroups of graders that are gone (killed before they could clean up)."""
+        removed = 0
+        for controller in ("memory", "pids", ""):
+            mount = _cgroup_mount("cgroup2" if controller == "" else "cgroup", controller or None)
+            own = _own_cgroup(controller)
+            if mount is None or own is None:
+                continue
+            for folder in (mount / own.lstrip("/")).glob("effitrain-*-*"):
+                pid = folder.name.split("-")[1]
+                if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                    try:
+                        folder.rmdir()
+                        removed += 1
+                    except OSError:
+                        pass
+        return removed
+
     @property
     def procs_files(self) -> list[str]:
         return [str(folder / "cgroup.procs") for folder in self.folders.values()]
