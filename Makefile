@@ -15,7 +15,16 @@ BENCH_ARGS ?=
 CHROMIUM ?= /usr/bin/chromium
 BWRAP ?= /usr/bin/bwrap
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
-APT_INSTALL = $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq
+comma := ,
+
+# $(call apt_install,PACKAGE,MESSAGE): install a Debian package, or say MESSAGE where there is no apt-get.
+define apt_install
+	@if command -v apt-get >/dev/null; then \
+		$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(1) >/dev/null; \
+	else \
+		echo "$(2)"; \
+	fi
+endef
 
 .PHONY: setup browser sandbox lab test bench notebooks clean
 
@@ -30,21 +39,13 @@ $(STAMP): pyproject.toml constraints.txt
 browser: $(CHROMIUM)
 
 $(CHROMIUM):
-	@if command -v apt-get >/dev/null; then \
-		$(APT_INSTALL) chromium >/dev/null; \
-	else \
-		echo "No apt-get here: install Chromium yourself and set EFFITRAIN_CHROMIUM, or the browser tests are skipped."; \
-	fi
+	$(call apt_install,chromium,No apt-get here: install Chromium yourself and set EFFITRAIN_CHROMIUM$(comma) or the browser tests are skipped.)
 
 # `effitrain grade` runs every submission in a bubblewrap sandbox.
 sandbox: $(BWRAP)
 
 $(BWRAP):
-	@if command -v apt-get >/dev/null; then \
-		$(APT_INSTALL) bubblewrap >/dev/null; \
-	else \
-		echo "No apt-get here: install bubblewrap yourself, or the grading tests that need a sandbox are skipped."; \
-	fi
+	$(call apt_install,bubblewrap,No apt-get here: install bubblewrap yourself$(comma) or effitrain grade refuses to run.)
 
 lab: setup
 	$(BIN)/effitrain lab --port $(PORT) $(if $(NO_BROWSER),--no-browser)
@@ -52,7 +53,7 @@ lab: setup
 test: setup browser sandbox
 	EFFITRAIN_CHROMIUM=$(CHROMIUM) EFFITRAIN_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Benchmarks (about 30 min): writes benchmarks/RESULTS.md and RESULTS.json, compared with the
+# Benchmarks (about 40 min): writes benchmarks/RESULTS.md and RESULTS.json, compared with the
 # committed ones. BENCH_ARGS="--repeats 1" for a quicker look.
 bench: setup sandbox
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
