@@ -112,32 +112,39 @@ def _probe() -> str | None:
     return None
 
 
+NEVER_SHOWN = ("/", "/tmp", "/var", "/var/tmp", "/home", "/root", "/srv", "/opt", "/mnt", "/media", "/run", "/usr", "/etc")
+
+
 def visible_paths() -> list[Path]:
     """The Python environment the sandbox sees, read-only: the interpreter, its libraries, the package.
 
-    Never the course checkout: when the package is an editable install inside it, only the package
-    folder (and a virtual environment inside it) is shown, not the checkout's other files.
+    Only the installation's own folders (prefixes, standard library, site-packages) and the package
+    folder: never a `sys.path` entry such as the working folder, and never the course checkout (when
+    the package is an editable install inside it, only the package folder and a virtual environment
+    inside it are shown, not the checkout's other files).
     """
+    import site
+    import sysconfig
+
     import effitrain_lessons
 
     package = Path(effitrain_lessons.__file__).resolve().parent
     course = package.parent if (package.parent / "autograder").is_dir() or (package.parent / "lessons").is_dir() else None
-    candidates = [Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)]
-    candidates.append(Path(os.path.realpath(sys.executable)).parent.parent)
-    candidates += [Path(p) for p in sys.path if p and os.path.isabs(p)]
-    candidates.append(package)
-    chosen: list[Path] = []
-    for path in candidates:
-        path = Path(os.path.realpath(path)) if path.exists() else None
-        if path is None or str(path) == "/" or str(path) in ("/usr", "/etc"):
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))), *site.getsitepackages()]
+    candidates += [path for key, path in sysconfig.get_paths().items() if key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    candidates.append(str(package))
+    never = {Path(p) for p in NEVER_SHOWN} | {Path.home().resolve()}
+    chosen: set[Path] = set()
+    for candidate in candidates:
+        if not candidate or not os.path.isdir(candidate):
             continue
-        if course is not None and (path == course or course.is_relative_to(path)):
-            continue  # the checkout itself, or a folder above it: the package is shown on its own
-        chosen.append(path)
-    # Keep the outermost folders only.
-    chosen = sorted(set(chosen), key=lambda p: len(p.parts))
+        path = Path(os.path.realpath(candidate))
+        if path in never or course is not None and (path == course or course.is_relative_to(path)):
+            continue  # a folder that holds more than Python (the checkout, a home, /tmp)
+        chosen.add(path)
     outer: list[Path] = []
-    for path in chosen:
+    for path in sorted(chosen, key=lambda p: len(p.parts)):  # the outermost folders only
         if not any(path.is_relative_to(parent) for parent in outer):
             outer.append(path)
     # A venv's python is a link to the base interpreter: keep the link's own folder too.
@@ -158,6 +165,11 @@ def bwrap_command(command: list[str], limits: Limits, env: dict[str, str], data_
     args = [bwrap_path() or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
             "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
             "--cap-drop", "ALL", "--clearenv"]
+    # The scratch first: a checkout (and so the package) may itself live under /tmp, and binds made
+    # after this land on top of the tmpfs, where a bind made before it would be hidden.
+    size = str(limits.scratch_mb << 20)
+    args += ["--dev", "/dev", "--proc", "/proc", "--size", size, "--tmpfs", "/tmp",
+             "--size", str(min(64, limits.scratch_mb) << 20), "--tmpfs", "/dev/shm"]
     args += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
@@ -171,9 +183,7 @@ def bwrap_command(command: list[str], limits: Limits, env: dict[str, str], data_
         args += ["--ro-bind-data", str(fd), f"/etc/{name}"]
     for path in visible_paths():
         args += ["--ro-bind", str(path), str(path)]
-    size = str(limits.scratch_mb << 20)
-    args += ["--dev", "/dev", "--proc", "/proc", "--size", size, "--tmpfs", "/tmp",
-             "--size", str(min(64, limits.scratch_mb) << 20), "--tmpfs", "/dev/shm", "--chdir", "/tmp"]
+    args += ["--chdir", "/tmp"]
     for key, value in env.items():
         args += ["--setenv", key, value]
     return args + ["--", *command]
