@@ -241,7 +241,7 @@ def hostile(tmp_path_factory):
     # Attacks, each with a wrong answer: they must score what the same answer scores without them.
     write(folder, "attack_none.ipynb", answer_00(WRONG_00))
     write(folder, "attack_rewrite_tests.ipynb", answer_00(WRONG_00 + f'''
-for path in ["{course_tests}", "{ROOT / edition_paths("00_start_here")["solution"]}"]:
+for path in ["{course_tests}", "{ROOT / edition_paths("00_start_here")["solution"]}", "/usr/lib/evil.py"]:
     try:
         open(path, "w").write("test = {{}}")
     except OSError as error:

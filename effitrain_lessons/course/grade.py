@@ -298,6 +298,7 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
     the course folder lacks its editions or tests, and SandboxUnavailable when `confined` and no
     sandbox can be made here.
     """
+    INTERRUPTED.clear()
     limits = limits or Limits()
     if limits.threads < 1:
         limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // workers))
