@@ -125,10 +125,6 @@ class Lesson:
         """Answer cell id -> question."""
         return {cell.id: cell.answer_for for cell in self.cells if cell.answer_for}
 
-    @property
-    def points(self) -> float:
-        return sum(question.points for question in self.questions.values())
-
     def only(self, question: str) -> "Lesson":
         """This lesson with one question: its lesson cells, and that question's answer and check."""
         cells = [cell for cell in self.cells if (cell.answer_for or cell.check_for or question) == question]

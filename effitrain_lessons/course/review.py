@@ -122,8 +122,6 @@ def review_answer(source: str) -> list[str]:
             for marker in PATH_MARKERS:
                 if marker in text:
                     note(f"names the path {marker}")
-        elif isinstance(node, (ast.Global, ast.Nonlocal)):
-            pass
     for name in sorted(_top_level_bindings(tree) & BUILTIN_NAMES):
         note(f"redefines the built-in {name}")
     return found

@@ -302,14 +302,12 @@ class Cgroup:
         return self.folders.get("unified") or self.folders["memory"]
 
     def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of this cgroup for going over its memory limit."""
         folder = self._memory_folder()
+        counters = folder / ("memory.events" if self.version == 2 else "memory.oom_control")
         try:
-            if self.version == 2:
-                events = dict(line.split() for line in (folder / "memory.events").read_text().splitlines())
-                return int(events.get("oom_kill", 0)) > 0 or int(events.get("max", 0)) > 0 and int(events.get("oom", 0)) > 0
-            control = dict(line.split() for line in (folder / "memory.oom_control").read_text().splitlines())
-            return int(control.get("oom_kill", 0)) > 0 or int((folder / "memory.failcnt").read_text()) > 0 and \
-                int(control.get("under_oom", 0)) > 0
+            values = dict(line.split()[:2] for line in counters.read_text().splitlines() if line.strip())
+            return int(values.get("oom_kill", 0)) > 0
         except (OSError, ValueError):
             return False
 
