@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from effitrain_lessons.course import report, review
-from effitrain_lessons.course.lessons import ROOT, Cell, CourseError, Lesson, lesson_names, load_lesson
+from effitrain_lessons.course.lessons import ROOT, Cell, CourseError, Lesson, lesson_names, load_lesson, resolve_lesson
 from effitrain_lessons.course.sandbox import Cgroup, Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
 from effitrain_lessons.course.submissions import (
     MAX_ANSWER_CHARS,
@@ -309,8 +309,6 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
     Cgroup.sweep()
     lessons = load_lessons(Path(course))
     if lesson is not None:
-        from effitrain_lessons.course.lessons import resolve_lesson
-
         lesson = resolve_lesson(lesson, sorted(lessons))
     submissions = find_submissions(paths)
     if not submissions:

@@ -18,13 +18,14 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
+from effitrain_lessons.course.submissions import readable
+
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def clean(text) -> str:
     """`text` as printable, valid UTF-8: lone surrogates and control characters become escapes."""
-    text = str(text).encode("utf-8", "backslashreplace").decode("utf-8")
-    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", readable(str(text)))
 
 
 def number(value: float) -> str:
@@ -74,12 +75,8 @@ def write_results(results, out: Path) -> None:
 
 def _write(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(clean_keep_lines(text), encoding="utf-8")
+    temporary.write_text(readable(text), encoding="utf-8")
     os.replace(temporary, path)
-
-
-def clean_keep_lines(text: str) -> str:
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def feedback_text(result) -> str:

@@ -416,7 +416,6 @@ class Sandbox:
     limits: Limits
     env: dict[str, str] = field(default_factory=dict)
     confined: bool = True
-    use_cgroup: bool = True
     outcome: Outcome = field(default_factory=Outcome)
 
     def __hash__(self) -> int:
@@ -430,7 +429,7 @@ class Sandbox:
         self._lock = threading.Lock()
         self._stopped = False
         self.cgroup = None
-        if self.use_cgroup and self.limits.cgroup:
+        if self.limits.cgroup:
             self.cgroup = Cgroup.create(f"effitrain-{os.getpid()}-{id(self):x}", self.limits.memory_mb << 20,
                                         self.limits.pids)
         self.outcome.memory_method = f"cgroup v{self.cgroup.version}" if self.cgroup else "PSS"
