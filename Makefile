@@ -32,7 +32,7 @@ setup: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[test]"
+	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[lab,instructor,test]"
 	touch $(STAMP)
 
 # The browser tests drive the system Chromium; no browser is downloaded by Playwright.
