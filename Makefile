@@ -5,6 +5,10 @@
 # missing (apt-get, as root or via sudo).
 
 PYTHON ?= python3
+# PyTorch's build: cuda (PyPI's, CUDA on Linux) where nvidia-smi sees a GPU, else cpu (a CPU-only
+# build; on Linux from PyTorch's CPU index unless pip already finds one). `make setup TORCH=cuda`
+# or `TORCH=cpu` chooses; tools/install_torch.py says how.
+TORCH ?= $(if $(shell nvidia-smi -L 2>/dev/null),cuda,cpu)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.effitrain-setup
@@ -30,8 +34,9 @@ endef
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt tools/install_torch.py
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python tools/install_torch.py $(TORCH)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -c constraints.txt -e ".[lab,instructor,test]"
 	touch $(STAMP)
 

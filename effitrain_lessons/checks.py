@@ -1,76 +1,149 @@
-"""`grader.check` in the lessons: otter's checks, honest about the tests a learner cannot see.
+"""`grader.check` in the lessons: a question's tests, run in the notebook's own namespace.
 
-Learner editions carry only the public tests; the hidden ones run when an instructor grades
-(`effitrain grade`). Otter would still say "All test cases passed!" once the public tests pass, so
-the lessons' `grader` says "All public tests passed" instead and names the hidden ones still to come.
+An edition carries its tests in its metadata (otter's OK format: doctest cases made of `>>>`
+statements that pass when they raise nothing). Learner editions carry only the public tests; the
+hidden ones run when an instructor grades (`effitrain grade`), so a learner is told "all public
+tests passed", never that everything did.
+
+`Notebook(path)` reads the tests from the notebook file in the kernel's working folder (JupyterLab
+and nbval start the kernel in the notebook's folder). Where the notebook is not on disk (Colab opens
+it from GitHub) or was renamed, the tests come from the same lesson installed with the package, so
+checking needs no network. Nothing here imports otter: a learner's kernel needs only the runtime.
 """
 
 from __future__ import annotations
 
+import html
 import inspect
 import json
-import re
-import sys
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
-# otter imports nbformat, which imports jsonschema, whose format checkers import rfc3987_syntax if it
-# is installed; that module builds a parser at import and costs about 3 s of every lesson's start.
-# Notebooks never use the IRI formats it checks, so it is kept out while otter loads, and the name
-# is released afterwards (anyone may still import it).
-_IRI_PARSER = "rfc3987_syntax"
-_blocked = _IRI_PARSER not in sys.modules
-if _blocked:
-    sys.modules[_IRI_PARSER] = None  # makes `import rfc3987_syntax` raise ImportError, which jsonschema skips
-try:
-    import otter
-finally:
-    if _blocked and sys.modules.get(_IRI_PARSER, 0) is None:
-        del sys.modules[_IRI_PARSER]
-
-OTTER_ALL_PASSED = "All test cases passed!"
 HONEST = "All public tests passed. Hidden tests run when your work is graded, and may still fail."
-OTTER_HTML_PASSED = re.compile(r"</strong> passed!.*?</p>", re.DOTALL)
+ALL_PASSED = "All tests passed, hidden ones included."
+TRACEBACK_LINES = 6  # of a failing case's traceback, from its end
 
 
+def installed_lessons() -> Path:
+    """The learner editions this installation carries: the wheel's copy, or a checkout's notebooks/."""
+    package = Path(__file__).resolve().parent
+    packaged = package / "notebooks"
+    return packaged if packaged.is_dir() else package.parent / "notebooks"
+
+
+def doctest_to_source(code: str, where: str = "a test case") -> str:
+    """Python source from doctest examples (`>>> ` and `... ` lines); expected output is refused."""
+    lines = []
+    for line in code.splitlines():
+        if line.startswith(">>> ") or line.startswith("... "):
+            lines.append(line[4:])
+        elif line.rstrip() in (">>>", "..."):
+            lines.append("")
+        elif line.strip():
+            raise ValueError(f"{where} expects printed output ({line.strip()[:60]!r}); write it as an assert.")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Case:
+    source: str
+    hidden: bool
+
+
+def tests_of(notebook: dict) -> dict[str, list[Case]]:
+    """Question -> its test cases, from a notebook's metadata."""
+    tests = notebook.get("metadata", {}).get("otter", {}).get("tests", {})
+    return {
+        question: [Case(doctest_to_source(case["code"], f"{question} case {i}"), bool(case.get("hidden")))
+                   for suite in test.get("suites", []) for i, case in enumerate(suite.get("cases", []))]
+        for question, test in tests.items()
+    }
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    index: int  # 1-based, as a learner counts
+    source: str
+    hidden: bool
+    error: str | None  # the end of the traceback when the case failed
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None
+
+
+def run_case(case: Case, index: int, global_env: dict) -> CaseResult:
+    """Run one case in a copy of `global_env`, so a test's own names never reach the notebook."""
+    try:
+        exec(compile(case.source, f"<{index}>", "exec"), dict(global_env))  # noqa: S102 - the lesson's own test
+    except Exception as error:  # noqa: BLE001 - any exception fails the case
+        lines = traceback.format_exception(type(error), error, error.__traceback__)
+        return CaseResult(index, case.source, case.hidden, "".join(lines[-TRACEBACK_LINES:]).rstrip())
+    return CaseResult(index, case.source, case.hidden, None)
+
+
+@dataclass(frozen=True)
 class CheckResult:
-    """Otter's result for one question, shown with the honest summary."""
+    """What `grader.check(question)` shows: which cases failed and why, or that all passed."""
 
-    def __init__(self, result, hidden_ran: bool):
-        self._result = result
-        self._hidden_ran = hidden_ran
+    question: str
+    results: tuple[CaseResult, ...]
 
-    def __getattr__(self, name):
-        return getattr(self._result, name)
+    @property
+    def passed(self) -> bool:
+        return all(result.passed for result in self.results)
+
+    @property
+    def public_passed(self) -> bool:
+        return all(result.passed for result in self.results if not result.hidden)
+
+    @property
+    def hidden_ran(self) -> bool:
+        return any(result.hidden for result in self.results)
+
+    def summary(self) -> str:
+        failed = [r for r in self.results if not r.passed]
+        if not failed:
+            return ALL_PASSED if self.hidden_ran else HONEST
+        kind = "tests" if self.hidden_ran else "public tests"
+        return f"{len(failed)} of {len(self.results)} {kind} failed."
+
+    def failures(self) -> list[str]:
+        return [f"Test {r.index}{' (hidden)' if r.hidden else ''}:\n{_indent(r.source)}\n{_indent(r.error)}"
+                for r in self.results if not r.passed]
 
     def __repr__(self) -> str:
-        text = repr(self._result)
-        return text if self._hidden_ran else text.replace(OTTER_ALL_PASSED, HONEST)
+        return "\n\n".join([f"{self.question}: {self.summary()}", *self.failures()])
 
     def _repr_html_(self) -> str:
-        html = self._result._repr_html_()
-        return html if self._hidden_ran else OTTER_HTML_PASSED.sub(f"</strong>: {HONEST}</p>", html)
+        colour = "#1a7f37" if self.passed else "#cf222e"
+        head = (f"<p><strong><code>{html.escape(self.question)}</code></strong>: "
+                f"<span style='color: {colour}'>{html.escape(self.summary())}</span></p>")
+        return head + "".join(f"<pre>{html.escape(text)}</pre>" for text in self.failures())
 
 
-def hidden_tests_in(notebook_path: str | Path) -> bool:
-    """Whether the notebook's own test metadata has hidden cases (solution editions do)."""
-    try:
-        notebook = json.loads(Path(notebook_path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    tests = notebook.get("metadata", {}).get("otter", {}).get("tests", {})
-    return any(case.get("hidden") for test in tests.values() for suite in test.get("suites", []) for case in suite.get("cases", []))
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.rstrip("\n").splitlines())
 
 
-def Notebook(notebook_path: str, **kwargs):  # noqa: N802 - used like otter.Notebook
-    """`otter.Notebook(notebook_path)` whose `check` reports which tests ran."""
-    grader = otter.Notebook(notebook_path, **kwargs)
-    original = grader.check
-    hidden_ran = hidden_tests_in(notebook_path)
+class Notebook:
+    """The lessons' `grader`: `grader.check("q_name")` runs that question's tests on your answer."""
 
-    def check(question: str, global_env: dict | None = None):
+    def __init__(self, notebook_path: str):
+        path = Path(notebook_path)
+        if not path.is_file():
+            path = installed_lessons() / path.name
+        if not path.is_file():
+            raise FileNotFoundError(f"There is no lesson {notebook_path}: open the lessons with `effitrain lab`, "
+                                    "which puts them in a folder of yours.")
+        self.path = path
+        self.tests = tests_of(json.loads(path.read_text(encoding="utf-8")))
+
+    def check(self, question: str, global_env: dict | None = None) -> CheckResult:
+        if question not in self.tests:
+            raise KeyError(f"{self.path.name} has no question {question!r}; it has {', '.join(sorted(self.tests))}.")
         if global_env is None:
             global_env = inspect.currentframe().f_back.f_globals
-        return CheckResult(original(question, global_env), hidden_ran)
-
-    grader.check = check
-    return grader
+        cases = self.tests[question]
+        return CheckResult(question, tuple(run_case(case, i, global_env) for i, case in enumerate(cases, 1)))

@@ -1,27 +1,78 @@
 """The `effitrain` command: `lab` and `info` for learners, `build` and `grade` for instructors.
 
 `python -m effitrain_lessons` is the same command. The instructor's subcommands live in
-`effitrain_lessons.course`, imported only when one of them runs.
+`effitrain_lessons.course`.
+
+`effitrain lab` in a checkout opens its notebooks/. Anywhere else (after `pip install`) it puts a
+copy of the lessons the package carries in a folder of the learner's (`--dir`, default
+`./effitrain-lessons`) and opens JupyterLab there: the installed lessons are never edited, and a
+lesson already in that folder that differs from the installed one (the learner's work) is replaced
+only when the learner says yes at the prompt, and then kept beside it under a dated name.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import importlib.util
 import os
 import platform
+import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from effitrain_lessons import __version__
+from effitrain_lessons.checks import installed_lessons
 from effitrain_lessons.hub import hub_reachable, offline_by_choice
 
-PACKAGES = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "jupyterlab", "ipywidgets", "otter-grader"]
+PACKAGES = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "matplotlib", "ipywidgets", "jupyterlab", "otter-grader"]
+WORK_FOLDER = Path("effitrain-lessons")  # where `effitrain lab` puts the lessons outside a checkout
 
 
-def lessons_dir() -> Path:
-    """The repository's `notebooks/` folder when run from a checkout, else the current folder."""
-    checkout = Path(__file__).resolve().parent.parent / "notebooks"
-    return checkout if checkout.is_dir() else Path.cwd()
+def checkout_lessons() -> Path | None:
+    """The checkout's `notebooks/` when this package runs from a clone of the course, else None."""
+    root = Path(__file__).resolve().parent.parent
+    return root / "notebooks" if (root / "lessons").is_dir() and (root / "notebooks").is_dir() else None
+
+
+def ask(question: str) -> bool:
+    """A yes/no question on the terminal; no terminal means no."""
+    if not sys.stdin.isatty():
+        return False
+    try:
+        return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False
+
+
+def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[str], bool] = ask) -> list[str]:
+    """Put a copy of every installed lesson in `folder`; return a line for each lesson it did something to.
+
+    A lesson missing there is copied; one identical to the installed lesson is left alone; one that
+    differs is replaced only if `confirm` says yes, and then the learner's file is kept, renamed.
+    """
+    source = installed_lessons() if source is None else source
+    folder.mkdir(parents=True, exist_ok=True)
+    done = []
+    for lesson in sorted(source.glob("[0-9][0-9]_*.ipynb")):
+        target = folder / lesson.name
+        if not target.exists():
+            shutil.copyfile(lesson, target)
+            done.append(f"copied {lesson.name}")
+        elif target.read_bytes() == lesson.read_bytes():
+            continue
+        elif confirm(f"{target} differs from lesson {lesson.stem} of effitrain-lessons {__version__} (your work, or an "
+                     "older lesson). Replace it? Yours is kept beside it."):
+            kept = target.with_name(f"{lesson.stem}.mine-{time.strftime('%Y%m%d-%H%M%S')}.ipynb")
+            target.rename(kept)
+            shutil.copyfile(lesson, target)
+            done.append(f"replaced {lesson.name}; yours is now {kept.name}")
+        else:
+            done.append(f"kept your {lesson.name} (it differs from this version's lesson; run `effitrain lab` in a "
+                        "terminal to be asked whether to replace it)")
+    return done
 
 
 def info_lines() -> list[str]:
@@ -43,11 +94,19 @@ def info_lines() -> list[str]:
 
 
 def run_lab(args: argparse.Namespace) -> int:
-    directory = args.dir or lessons_dir()
-    if not directory.is_dir():
-        print(f"There is no folder {directory}: pass --dir with the folder that holds the lessons.", file=sys.stderr)
+    directory = args.dir or checkout_lessons() or WORK_FOLDER
+    if directory != checkout_lessons():
+        if directory.exists() and not directory.is_dir():
+            print(f"{directory} is a file: pass --dir with a folder for your lessons.", file=sys.stderr)
+            return 2
+        for line in copy_lessons(directory):
+            print(f"{directory}: {line}")
+        print(f"Your lessons are in {directory.resolve()}.")
+    if importlib.util.find_spec("jupyterlab") is None:
+        print(f"JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then run "
+              f"`effitrain lab` again (your lessons are in {directory}).", file=sys.stderr)
         return 2
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory}", f"--port={args.port}"]
+    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory.resolve()}", f"--port={args.port}"]
     if args.no_browser:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -68,7 +127,9 @@ def parser() -> argparse.ArgumentParser:
     lab = commands.add_parser("lab", help="open JupyterLab on the lessons")
     lab.add_argument("--port", type=int, default=8888)
     lab.add_argument("--no-browser", action="store_true", help="serve without opening a browser")
-    lab.add_argument("--dir", type=Path, default=None, help="folder of lessons (default: the checkout's notebooks/)")
+    lab.add_argument("--dir", type=Path, default=None,
+                     help=f"your folder for the lessons, filled with any lesson it lacks (default: the checkout's "
+                          f"notebooks/, or ./{WORK_FOLDER} outside a checkout)")
     lab.set_defaults(run=run_lab)
     info = commands.add_parser("info", help="versions, device, and whether the hub is reachable")
     info.set_defaults(run=run_info)

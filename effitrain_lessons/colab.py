@@ -1,45 +1,49 @@
-"""What a lesson needs on Colab, where the notebook is not a file on disk.
+"""What a lesson's setup cell does on Colab, where nothing of the course is installed.
 
-Every edition's setup cell installs the package from the repository on Colab (`PIP_REQUIREMENT`)
-and calls `fetch_tests`: otter reads a notebook's tests from the notebook file and, on Colab,
-insists on a `tests/` folder, so the edition is downloaded and its tests written as files.
+The setup cell (written by `effitrain build`, the same in every edition) installs `PIP_REQUIREMENT`:
+this exact version of the package with only its runtime dependencies, quietly, with pip's default
+strategy, which keeps every package Colab has that already satisfies the package's bounds (Colab's
+own torch above all). pip's installation report (`--report -`, on standard output) says what it
+installed, and `install_summary` says it in a few lines. The exercise checks need nothing more: their tests come from the lesson installed
+with the package (`effitrain_lessons.checks`), the same version as the code they test.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
-import os
-import pprint
-import urllib.request
-from pathlib import Path
+
+from effitrain_lessons import __version__
 
 REPOSITORY = "effitrain/effitrain-lessons"
-"""The GitHub slug of this repository (the setup cell installs the package from it on Colab)."""
+"""The GitHub slug of this repository (the README's Colab and Binder badges open its notebooks)."""
 
-PIP_REQUIREMENT = f"effitrain-lessons @ git+https://github.com/{REPOSITORY}"
-RAW_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/HEAD"
+DISTRIBUTION = "effitrain-lessons"
+PIP_REQUIREMENT = f"{DISTRIBUTION}=={__version__}"
+"""What the setup cell installs on Colab, and the grading image of otter's autograder."""
+
+KEPT = ("torch", "ipywidgets", "numpy", "matplotlib")
+"""Packages Colab brings that a learner may want to know were left as they were."""
 
 
-def fetch_tests(edition: str, base_url: str = RAW_URL, folder: str | os.PathLike = ".") -> list[str]:
-    """Download an edition and write what otter's `Notebook` needs where the notebook is not on disk.
-
-    Writes `<folder>/<name>.ipynb` and one test file per question in `<folder>/tests/`; returns the
-    question names. `edition` is the edition's path in the repository, e.g. `notebooks/00_start_here.ipynb`.
-    """
-    url = f"{base_url.rstrip('/')}/{edition}"
-    with urllib.request.urlopen(url, timeout=60) as response:
-        raw = response.read()
-    notebook = json.loads(raw)
-    folder = Path(folder)
-    (folder / "tests").mkdir(parents=True, exist_ok=True)
-    (folder / Path(edition).name).write_bytes(raw)
-    otter_metadata = notebook.get("metadata", {}).get("otter", {})
-    ok_format = otter_metadata.get("OK_FORMAT", True)
-    tests = otter_metadata.get("tests", {})
-    for question, test in tests.items():
-        if ok_format:
-            text = "OK_FORMAT = True\n\ntest = " + pprint.pformat(test, indent=4, width=200) + "\n"
-        else:
-            text = test  # exception-based tests are stored as the test file's source
-        (folder / "tests" / f"{question}.py").write_text(text, encoding="utf-8")
-    return sorted(tests)
+def install_summary(report: str) -> str:
+    """What the install did, from pip's JSON report: what it added or upgraded, and what it kept."""
+    try:
+        report = json.loads(report)
+        installed = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in report.get("install", [])}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return f"{DISTRIBUTION} {__version__} is installed (pip left no report of what it changed)."
+    ours = installed.pop(DISTRIBUTION, None)
+    lines = [f"Installed {DISTRIBUTION} {ours}." if ours else f"{DISTRIBUTION} {__version__} was already installed."]
+    if installed:
+        lines.append("Added or upgraded for it: " + ", ".join(f"{name} {version}" for name, version in sorted(installed.items())) + ".")
+    kept = []
+    for name in KEPT:
+        if name not in installed:
+            try:
+                kept.append(f"{name} {importlib.metadata.version(name)}")
+            except importlib.metadata.PackageNotFoundError:
+                pass
+    if kept:
+        lines.append("Kept as Colab has them: " + ", ".join(kept) + ".")
+    return "\n".join(lines)

@@ -12,9 +12,10 @@ import pytest
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
+from effitrain_lessons import checks
 from effitrain_lessons import checkpointing as ckpt
 from effitrain_lessons import viz
-from effitrain_lessons.course.lessons import ROOT, edition_paths
+from effitrain_lessons.course.lessons import ROOT, edition_paths, read_test_file
 from effitrain_lessons.memory import measure_step, record_saved_tensors, training_memory
 
 LESSON = "01_checkpointing_first_principles"
@@ -337,15 +338,12 @@ def test_segments_explorer_shows_a_figure_and_redraws_it(sweep, monkeypatch):
 
 
 def run_test_file(question, namespace):
+    """The instructor's test file of `question` (public and hidden cases) run as `grader.check` runs cases."""
     path = ROOT / edition_paths(LESSON)["autograder"] / "tests" / f"{question}.py"
+    cases = [checks.Case(case.code, case.hidden) for case in read_test_file(path).cases]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # otter's own deprecation warnings, and the reentrant answer's
-        from otter.nbmeta_config import NBMetadataConfig
-        from otter.test_files import create_test_file
-
-        test = create_test_file(str(path), NBMetadataConfig())
-        test.run(namespace)
-    return test
+        warnings.simplefilter("ignore")  # the reentrant answer's deprecation warning
+        return checks.CheckResult(question, tuple(checks.run_case(c, i, namespace) for i, c in enumerate(cases, 1)))
 
 
 def block_namespace(answer):
@@ -358,11 +356,11 @@ def block_namespace(answer):
 
 def test_exercise_1_passes_non_reentrant_checkpointing_only():
     right = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=False)))
-    assert right.passed_all
+    assert right.passed
     reentrant = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=True)))
-    assert reentrant.passed_all_public and not reentrant.passed_all  # a hidden test catches it
+    assert reentrant.public_passed and not reentrant.passed  # a hidden test catches it
     plain = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: b(x)))
-    assert not plain.passed_all_public
+    assert not plain.public_passed
 
 
 def test_exercise_2_grades_the_policy_and_the_predictions_by_measuring():
@@ -377,11 +375,11 @@ def test_exercise_2_grades_the_policy_and_the_predictions_by_measuring():
                      "predicted_kept_bytes": kept_bytes}
         return run_test_file("q_keep_matmuls", namespace)
 
-    assert grade(keep_matmuls).passed_all
-    assert grade(lambda ctx, op, *a, **k: op == mm).passed_all  # policies may answer True / False
+    assert grade(keep_matmuls).passed
+    assert grade(lambda ctx, op, *a, **k: op == mm).passed  # policies may answer True / False
     for wrong_prediction in (grade(keep_matmuls, {"mm": 2, "relu": 1}), grade(keep_matmuls, kept_bytes=32 * 128 * FLOAT32)):
-        assert wrong_prediction.passed_all_public and not wrong_prediction.passed_all
-    assert not grade(lambda *a, **k: CheckpointPolicy.MUST_SAVE).passed_all_public
+        assert wrong_prediction.public_passed and not wrong_prediction.passed
+    assert not grade(lambda *a, **k: CheckpointPolicy.MUST_SAVE).public_passed
 
 
 def test_selective_can_keep_more_than_no_checkpointing():

@@ -1,6 +1,8 @@
 """The `effitrain` command: info, lab (a real JupyterLab on a free port) and its errors."""
 
 import json
+import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -30,13 +32,63 @@ def test_module_entry_point_runs():
     assert done.returncode == 0 and "lab" in done.stdout and "info" in done.stdout
 
 
-def test_lessons_dir_is_the_checkouts_notebooks():
-    assert cli.lessons_dir() == ROOT / "notebooks"
+def test_in_a_checkout_the_lessons_are_its_notebooks():
+    assert cli.checkout_lessons() == ROOT / "notebooks"
 
 
-def test_lab_refuses_a_missing_folder(tmp_path, capsys):
-    assert cli.main(["lab", "--dir", str(tmp_path / "nowhere")]) == 2
-    assert "pass --dir" in capsys.readouterr().err
+def lesson_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.ipynb"))}
+
+
+def test_lessons_are_copied_into_the_learners_folder_and_their_work_is_kept(tmp_path):
+    installed = tmp_path / "installed"
+    shutil.copytree(ROOT / "notebooks", installed, ignore=shutil.ignore_patterns("solutions"))
+    original = lesson_files(installed)
+    assert len(original) >= 5
+    mine = tmp_path / "mine"
+    done = cli.copy_lessons(mine, installed, confirm=lambda question: pytest.fail("nothing to ask yet"))
+    assert done == [f"copied {name}" for name in original] and lesson_files(mine) == original
+    assert cli.copy_lessons(mine, installed, confirm=lambda question: pytest.fail("nothing to ask")) == []
+
+    first = sorted(original)[0]
+    (mine / first).write_text("my answers", encoding="utf-8")
+    (mine / "notes.txt").write_text("mine too", encoding="utf-8")
+    asked = []
+    done = cli.copy_lessons(mine, installed, confirm=lambda question: asked.append(question) or False)
+    assert len(asked) == 1 and "Replace it?" in asked[0] and first in asked[0]
+    assert done == [f"kept your {first} (it differs from this version's lesson; run `effitrain lab` in a "
+                    "terminal to be asked whether to replace it)"]
+    assert (mine / first).read_text(encoding="utf-8") == "my answers"
+
+    done = cli.copy_lessons(mine, installed, confirm=lambda question: True)
+    kept = [p for p in mine.glob("*.mine-*.ipynb")]
+    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "my answers"
+    assert done == [f"replaced {first}; yours is now {kept[0].name}"]
+    assert (mine / first).read_bytes() == original[first] and (mine / "notes.txt").read_text() == "mine too"
+    assert lesson_files(installed) == original  # the installed lessons are never edited
+
+
+def test_without_a_terminal_nothing_is_replaced(monkeypatch):
+    monkeypatch.setattr(sys, "stdin", open(os.devnull))
+    assert cli.ask("Replace it?") is False
+
+
+def test_lab_refuses_a_file_for_a_folder(tmp_path, capsys):
+    (tmp_path / "a-file").write_text("")
+    assert cli.main(["lab", "--dir", str(tmp_path / "a-file")]) == 2
+    assert "is a file: pass --dir with a folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["build"], ["grade", "x.ipynb", "--out", "results"]])
+def test_instructor_commands_outside_a_checkout_say_they_need_it(command, monkeypatch, tmp_path, capsys):
+    from effitrain_lessons.course import lessons
+
+    monkeypatch.setattr(lessons, "ROOT", tmp_path)  # as from site-packages: no lessons/ beside the package
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(command) == 2
+    error = capsys.readouterr().err.strip()
+    assert "needs the course checkout" in error and "--course" in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "results").exists()
 
 
 def free_port() -> int:

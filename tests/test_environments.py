@@ -1,4 +1,9 @@
-"""pyproject.toml, constraints.txt, environment.yml and binder/ must describe the same environment."""
+"""pyproject.toml, constraints.txt, environment.yml and binder/ must describe the same environments.
+
+pyproject.toml is the source: the runtime (all a lesson's kernel needs, and all Colab installs) and
+the extras `lab`, `instructor` and `test`. constraints.txt pins every one of them (the tested set);
+environment.yml (conda) and binder/ are the learner's set: the runtime and `lab`.
+"""
 
 import re
 import tomllib
@@ -10,14 +15,40 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
-CONDA_TO_PYPI = {"pytorch-cpu": "torch"}
+CONDA_TO_PYPI = {"pytorch-cpu": "torch", "matplotlib-base": "matplotlib", "playwright-python": "playwright"}
 NOT_PACKAGES = {"python", "pip"}
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+LEARNER = ("lab",)  # the extras of the learner's set
+EXTRAS = ("lab", "instructor", "test")
 
 
-def pyproject_requirements() -> dict[str, Requirement]:
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    listed = project["dependencies"] + project["optional-dependencies"]["test"]
-    return {canonicalize_name(r.name): r for r in map(Requirement, listed)}
+def pyproject_requirements(extras=EXTRAS) -> dict[str, list[Requirement]]:
+    """Every requirement of the runtime and `extras`, by package (a package may appear in several)."""
+    found = {}
+    for line in PROJECT["dependencies"] + [r for extra in extras for r in PROJECT["optional-dependencies"][extra]]:
+        requirement = Requirement(line)
+        found.setdefault(canonicalize_name(requirement.name), []).append(requirement)
+    return found
+
+
+def lower_bound(requirements: list[Requirement]) -> Version:
+    """The highest of the `>=` bounds: what installing them together asks for at least."""
+    bounds = [Version(spec.version) for r in requirements for spec in r.specifier if spec.operator == ">="]
+    assert len(bounds) == len(requirements), f"every requirement has one >= bound: {requirements}"
+    return max(bounds)
+
+
+def test_every_package_has_exactly_a_lower_bound():
+    for name, requirements in pyproject_requirements().items():
+        for requirement in requirements:
+            assert [spec.operator for spec in requirement.specifier] == [">="], requirement
+            assert not requirement.extras and not requirement.marker, requirement
+
+
+def test_the_runtime_is_what_a_lesson_needs_and_no_tooling():
+    runtime = set(pyproject_requirements(extras=()))
+    assert {"torch", "transformers", "accelerate", "datasets", "matplotlib", "ipywidgets"} <= runtime
+    assert not runtime & {"jupyterlab", "otter-grader", "nbval", "pytest", "playwright", "nbclient"}
 
 
 def requirement_lines(path: Path) -> list[str]:
@@ -51,27 +82,30 @@ def conda_requirements() -> dict[str, str]:
 
 def test_every_dependency_is_pinned_within_its_lower_bound():
     pins = constraints()
-    for name, requirement in pyproject_requirements().items():
+    for name, requirements in pyproject_requirements().items():
         assert name in pins, f"{name} is a dependency but constraints.txt does not pin it"
-        assert requirement.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} breaks {requirement}"
+        for requirement in requirements:
+            assert requirement.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} breaks {requirement}"
 
 
 def test_torch_is_the_cpu_build_on_disk():
     assert constraints()["torch"] == Version("2.13.0")
 
 
-def test_conda_environment_names_the_same_packages_with_the_same_bounds():
-    ours = pyproject_requirements()
+def test_conda_environment_is_the_learners_set_with_the_same_bounds():
+    ours = pyproject_requirements(extras=LEARNER)
     conda = conda_requirements()
     assert set(conda) == set(ours)
     for name, bound in conda.items():
-        assert bound == str(ours[name].specifier), f"environment.yml has {name}{bound}, pyproject {ours[name]}"
+        assert bound == f">={lower_bound(ours[name])}", f"environment.yml has {name}{bound}, pyproject {ours[name]}"
+    text = (ROOT / "environment.yml").read_text()
+    assert "matplotlib-base" in text and "Binder does not read this file" in text
 
 
-def test_binder_names_the_same_packages_and_uses_the_constraints():
+def test_binder_is_the_learners_set_and_uses_the_constraints():
     text = (ROOT / "binder" / "requirements.txt").read_text()
-    assert "-c ../constraints.txt" in text
+    assert "-c ../constraints.txt" in text and "ignores the root environment.yml" in text
     assert "download.pytorch.org/whl/cpu" in text  # the CPU-only wheel index
     names = {canonicalize_name(Requirement(line).name) for line in requirement_lines(ROOT / "binder" / "requirements.txt")}
-    assert names == set(pyproject_requirements())
+    assert names == set(pyproject_requirements(extras=LEARNER))
     assert "pip install --no-deps -e ." in (ROOT / "binder" / "postBuild").read_text()

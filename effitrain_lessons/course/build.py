@@ -9,11 +9,10 @@ Otter Assign on a copy of it in a temporary folder, then cleans and places what 
     autograder/NN_<name>/                otter's autograder zip, unpacked (hidden tests included)
 
 Every edition starts with the setup cell below (one home: `setup_cell_source`), then the
-`grader = Notebook("NN_<name>.ipynb")` cell (otter's grader, made honest about hidden tests by
-`effitrain_lessons.checks`). Tests live in the notebook's metadata, which otter reads from the
-notebook file in the kernel's working folder: the notebook's own folder under JupyterLab and nbval.
-Colab keeps the notebook off disk and otter insists on a `tests/` folder there, so on Colab the
-setup cell calls `fetch_tests`, which downloads the edition and writes its tests as files.
+`grader = Notebook("NN_<name>.ipynb")` cell (`effitrain_lessons.checks`, honest about hidden
+tests, with no otter in the learner's kernel). Tests live in the notebook's metadata, read from the
+notebook file in the kernel's working folder (the notebook's own folder under JupyterLab and nbval)
+or, where the notebook is not on disk (Colab), from the same lesson installed with the package.
 
 Editions are clean and deterministic (no outputs, no execution counts, no per-run metadata, cell
 ids kept from the source or derived from content), so building twice gives identical bytes, and
@@ -56,20 +55,24 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from effitrain_lessons.colab import PIP_REQUIREMENT, REPOSITORY  # noqa: F401 - REPOSITORY is part of the build's API
+from effitrain_lessons.colab import PIP_REQUIREMENT
 from effitrain_lessons.course.lessons import (
     AUTOGRADER_DIR,
     LEARNER_DIR,
     LESSON_NAME,
     LESSONS_DIR,
+    NO_CHECKOUT,
     ROOT,
     SOLUTIONS_DIR,
+    course_root,
     edition_paths,
     lesson_names,
     resolve_lesson,
 )
 
 SETUP_CELL_ID = "setup"
+OTTER_INIT = "# Initialize Otter"  # how the cell that makes `grader` starts when Otter Assign writes it
+INIT_COMMENT = "# The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer."
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # Per-cell metadata worth keeping; everything else (execution timings, scroll state, ...) is dropped.
 CELL_METADATA_KEPT = ("deletable", "editable", "jupyter", "otter", "tags")
@@ -106,28 +109,29 @@ class Difference:
         return f"{self.path} ({self.reason})"
 
 
-def setup_cell_source(edition: str) -> str:
-    """The first cell of every edition; `edition` is its path in the repository."""
+def setup_cell_source() -> str:
+    """The first cell of every edition."""
     return f'''\
 # Setup (the same in every lesson): run this cell first.
 import subprocess
 import sys
 
-if "google.colab" in sys.modules:  # Colab starts without the course package: install it
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{PIP_REQUIREMENT}"], check=True)
+if "google.colab" in sys.modules:  # Colab: install this version of the course, its runtime only (Colab's torch stays)
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", "-", "{PIP_REQUIREMENT}"],
+                               check=True, stdout=subprocess.PIPE, text=True)
 
 try:
     import effitrain_lessons
 except ImportError:
     raise ImportError(
-        "The effitrain_lessons package is not installed in this notebook's Python: run `make lab` "
-        "in the effitrain-lessons repository (or `pip install -e .` there) and open the notebook again."
+        "The effitrain_lessons package is not installed in this notebook's Python: install it with "
+        "`pip install effitrain-lessons` and open the lessons with `effitrain lab` (in a checkout: `make lab`)."
     ) from None
 
-if "google.colab" in sys.modules:  # Colab keeps this notebook off disk: fetch its checks' tests
-    from effitrain_lessons.colab import fetch_tests
+if "google.colab" in sys.modules:
+    from effitrain_lessons.colab import install_summary
 
-    fetch_tests("{edition}")'''
+    print(install_summary(installed.stdout))'''
 
 
 def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None) -> list[Difference]:
@@ -173,8 +177,8 @@ def render_lesson(source: Path) -> dict[str, bytes]:
 
     source_ids = [cell.get("id") for cell in master["cells"]]
     rendered = {
-        paths["learner"]: _notebook_bytes(_clean(student, master, paths["learner"], source_ids)),
-        paths["solution"]: _notebook_bytes(_clean(autograder, master, paths["solution"], source_ids)),
+        paths["learner"]: _notebook_bytes(_clean(student, master, source_ids)),
+        paths["solution"]: _notebook_bytes(_clean(autograder, master, source_ids)),
     }
     for member, data in sorted(members.items()):
         rendered[f"{paths['autograder']}/{member}"] = data
@@ -208,12 +212,15 @@ DESCRIPTION = ("Build the learner editions (notebooks/), the solution editions (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to build, e.g. 00 or 00_start_here (default: all)")
     parser.add_argument("--check", action="store_true", help="only report built files that are stale or missing")
-    parser.add_argument("--course", type=Path, default=ROOT, help="the course checkout (default: this package's)")
+    parser.add_argument("--course", type=Path, default=None, help="the course checkout (default: the one this package runs from)")
 
 
 def run(args: argparse.Namespace) -> int:
     """`effitrain build [--check] [LESSON ...]`. Returns the exit code."""
-    root = Path(args.course)
+    root = course_root(args.course)
+    if root is None:
+        print(NO_CHECKOUT.format(command="effitrain build"), file=sys.stderr)
+        return 2
     if not lesson_names(root):
         print(f"There are no lesson masters in {root / LESSONS_DIR}: run this in the course checkout or pass --course.",
               file=sys.stderr)
@@ -283,7 +290,7 @@ def _run_otter_assign(master: Path, result: Path) -> None:
 # Cleaning
 
 
-def _clean(notebook: dict, master: dict, edition: str, source_ids: list[str | None]) -> dict:
+def _clean(notebook: dict, master: dict, source_ids: list[str | None]) -> dict:
     """A copy of an otter-made notebook with the setup cell in front and nothing run-specific."""
     cells = []
     for cell in notebook["cells"]:
@@ -298,10 +305,10 @@ def _clean(notebook: dict, master: dict, edition: str, source_ids: list[str | No
             kept["outputs"] = []
         elif cell.get("attachments"):
             kept["attachments"] = cell["attachments"]
-        if kept["cell_type"] == "code" and kept["source"].startswith("# Initialize Otter"):
-            # The lessons' grader is otter's, honest about hidden tests (effitrain_lessons.checks).
-            kept["source"] = kept["source"].replace("import otter\ngrader = otter.Notebook(",
-                                                    "from effitrain_lessons.checks import Notebook\ngrader = Notebook(")
+        if kept["cell_type"] == "code" and kept["source"].startswith(OTTER_INIT):
+            # The lessons' grader is the package's (effitrain_lessons.checks), not otter's.
+            kept["source"] = kept["source"].replace(OTTER_INIT, INIT_COMMENT, 1).replace(
+                "import otter\ngrader = otter.Notebook(", "from effitrain_lessons.checks import Notebook\ngrader = Notebook(")
         cells.append(kept)
 
     setup = {
@@ -310,7 +317,7 @@ def _clean(notebook: dict, master: dict, edition: str, source_ids: list[str | No
         "id": SETUP_CELL_ID,
         "metadata": {"deletable": False, "editable": False},
         "outputs": [],
-        "source": setup_cell_source(edition),
+        "source": setup_cell_source(),
     }
     cells.insert(0, setup)
     _assign_ids(cells, {i for i in source_ids if i})
@@ -344,7 +351,7 @@ def _assign_ids(cells: list[dict], source_ids: set[str]) -> None:
 
 def _derived_id(cell: dict) -> str:
     source = cell["source"]
-    if source.startswith("# Initialize Otter"):
+    if source.startswith(INIT_COMMENT):
         return "otter-init"
     match = re.fullmatch(r'grader\.check\("([A-Za-z0-9_-]+)"\)', source.strip())
     if match:

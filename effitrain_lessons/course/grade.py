@@ -34,7 +34,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from effitrain_lessons.course import report, review
-from effitrain_lessons.course.lessons import ROOT, Cell, CourseError, Lesson, lesson_names, load_lesson, resolve_lesson
+from effitrain_lessons.course.lessons import (
+    NO_CHECKOUT,
+    ROOT,
+    Cell,
+    CourseError,
+    Lesson,
+    course_root,
+    lesson_names,
+    load_lesson,
+    resolve_lesson,
+)
 from effitrain_lessons.course.sandbox import Cgroup, Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
 from effitrain_lessons.course.submissions import (
     MAX_ANSWER_CHARS,
@@ -353,7 +363,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = Limits()
     parser.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="notebooks, or folders of them (searched recursively)")
     parser.add_argument("--out", required=True, help="folder for grades.csv, results.json and feedback/")
-    parser.add_argument("--course", default=str(ROOT), help="the course checkout with the solution editions and tests")
+    parser.add_argument("--course", default=None, help="the course checkout with the solution editions and tests "
+                                                       "(default: the one this package runs from)")
     parser.add_argument("--lesson", default=None, help="grade every submission as this lesson (e.g. 01), whatever its metadata says")
     parser.add_argument("--timeout", type=float, default=defaults.timeout_s, help=f"seconds per submission (default {defaults.timeout_s:g})")
     parser.add_argument("--memory", type=int, default=defaults.memory_mb, help=f"MiB of memory per submission (default {defaults.memory_mb})")
@@ -367,6 +378,10 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.timeout <= 0 or args.memory < 256:
         print("error: --workers must be at least 1, --timeout positive and --memory at least 256 MiB.", file=sys.stderr)
         return 2
+    course = course_root(args.course)
+    if course is None:
+        print(f"error: {NO_CHECKOUT.format(command='effitrain grade')}", file=sys.stderr)
+        return 2
     limits = Limits(memory_mb=args.memory, timeout_s=args.timeout, threads=0)
     previous = {}
 
@@ -377,7 +392,7 @@ def run(args: argparse.Namespace) -> int:
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous[number] = signal.signal(number, interrupted)
     try:
-        results = grade(args.submissions, args.out, Path(args.course), limits, args.workers, args.lesson,
+        results = grade(args.submissions, args.out, course, limits, args.workers, args.lesson,
                         confined=not args.unsafe_no_sandbox, progress=not args.quiet)
     except (ValueError, CourseError, SandboxUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)

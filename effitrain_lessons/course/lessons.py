@@ -21,8 +21,10 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from effitrain_lessons.checks import doctest_to_source
+
 ROOT = Path(__file__).resolve().parents[2]
-"""The course checkout this package lives in (its lessons/, notebooks/ and autograder/)."""
+"""The course checkout this package lives in (its lessons/, notebooks/ and autograder/), when it does."""
 
 LESSONS_DIR = "lessons"
 LEARNER_DIR = "notebooks"
@@ -34,6 +36,17 @@ SOLUTION_TAG = "otter_assign_solution_cell"
 SETUP_TAG = "setup-for:"  # a lesson cell tagged `setup-for:q_name` is run before q_name's answer
 CHECK_CALL = re.compile(r"""grader\.check\(\s*["'](?P<name>\w+)["']\s*\)""")
 SKIPPED_CELLS = ("setup", "otter-init")  # install/import boilerplate: the grader has the package
+
+
+NO_CHECKOUT = ("{command} needs the course checkout (a clone of https://github.com/effitrain/effitrain-lessons, "
+               "with its lessons/ folder): run it there, or pass --course with the checkout's path.")
+
+
+def course_root(given: str | Path | None) -> Path | None:
+    """The course folder an instructor's command works on: `given`, else this package's checkout, else None."""
+    if given is not None:
+        return Path(given)
+    return ROOT if (ROOT / LESSONS_DIR).is_dir() else None
 
 
 def lesson_names(root: Path = ROOT) -> list[str]:
@@ -200,8 +213,11 @@ def read_test_file(path: Path) -> Question:
             raise CourseError(f"{path}: only doctest suites without setup or teardown can be graded.")
         raw_cases += suite.get("cases", [])
     points = _case_points(spec.get("points"), [case.get("points") for case in raw_cases])
-    cases = [Case(spec["name"], i, doctest_to_source(case["code"], f"{path.name} case {i}"), bool(case.get("hidden")), p)
-             for i, (case, p) in enumerate(zip(raw_cases, points))]
+    try:
+        cases = [Case(spec["name"], i, doctest_to_source(case["code"], f"{path.name} case {i}"), bool(case.get("hidden")), p)
+                 for i, (case, p) in enumerate(zip(raw_cases, points))]
+    except ValueError as error:
+        raise CourseError(str(error)) from None
     return Question(spec["name"], float(sum(points)), cases, bool(spec.get("all_or_nothing", False)))
 
 
@@ -222,19 +238,6 @@ def _case_points(total, given: list) -> list[float]:
     else:
         share = 0.0
     return [float(p) if p is not None else float(share) for p in given]
-
-
-def doctest_to_source(code: str, where: str = "a test case") -> str:
-    """Python source from doctest examples (`>>> ` and `... ` lines); expected output is refused."""
-    lines = []
-    for line in code.splitlines():
-        if line.startswith(">>> ") or line.startswith("... "):
-            lines.append(line[4:])
-        elif line.rstrip() in (">>>", "..."):
-            lines.append("")
-        elif line.strip():
-            raise CourseError(f"{where} expects printed output ({line.strip()[:60]!r}); write it as an assert.")
-    return "\n".join(lines) + "\n"
 
 
 def _source(cell: dict) -> str:
