@@ -30,7 +30,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: setup browser sandbox lab test bench notebooks clean
+.PHONY: setup browser sandbox lab test test-outside bench notebooks clean
 
 setup: $(STAMP)
 
@@ -68,3 +68,8 @@ notebooks: setup
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+# The learner outside the checkout (about 6 min): the wheel installed into new environments in a
+# temporary folder, `effitrain lab` and lessons 00-01 there, and a simulated Colab.
+test-outside: setup
+	$(BIN)/python -m pytest tests_outside -p no:cacheprovider $(PYTEST_ARGS)

@@ -111,6 +111,7 @@ def run_lab(args: argparse.Namespace) -> int:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")  # containers and Binder-like machines run as root
+    sys.stdout.flush()  # what was printed must not be lost when JupyterLab replaces this process
     os.execv(sys.executable, command)
 
 

@@ -3,8 +3,9 @@
 The setup cell (written by `effitrain build`, the same in every edition) installs `PIP_REQUIREMENT`:
 this exact version of the package with only its runtime dependencies, quietly, with pip's default
 strategy, which keeps every package Colab has that already satisfies the package's bounds (Colab's
-own torch above all). pip's installation report (`--report -`, on standard output) says what it
-installed, and `install_summary` says it in a few lines. The exercise checks need nothing more: their tests come from the lesson installed
+own torch above all). pip's installation report (`--report FILE`; not standard output, which pip
+colours where a kernel forces colour) says what it installed, and `install_summary` says it in a
+few lines. The exercise checks need nothing more: their tests come from the lesson installed
 with the package (`effitrain_lessons.checks`), the same version as the code they test.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+from pathlib import Path
 
 from effitrain_lessons import __version__
 
@@ -26,12 +28,12 @@ KEPT = ("torch", "ipywidgets", "numpy", "matplotlib")
 """Packages Colab brings that a learner may want to know were left as they were."""
 
 
-def install_summary(report: str) -> str:
+def install_summary(report_path: str | Path) -> str:
     """What the install did, from pip's JSON report: what it added or upgraded, and what it kept."""
     try:
-        report = json.loads(report)
+        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
         installed = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in report.get("install", [])}
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return f"{DISTRIBUTION} {__version__} is installed (pip left no report of what it changed)."
     ours = installed.pop(DISTRIBUTION, None)
     lines = [f"Installed {DISTRIBUTION} {ours}." if ours else f"{DISTRIBUTION} {__version__} was already installed."]
@@ -46,4 +48,7 @@ def install_summary(report: str) -> str:
                 pass
     if kept:
         lines.append("Kept as Colab has them: " + ", ".join(kept) + ".")
+    from effitrain_lessons.device import describe_device
+
+    lines.append(describe_device())
     return "\n".join(lines)

@@ -101,8 +101,8 @@ def test_every_edition_starts_with_the_setup_cell(name, kind):
     assert 'if "google.colab" in sys.modules:' in source(first)
     # On Colab: this very version of the package (the one whose lessons hold the tests), runtime only.
     assert (
-        'subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", "-", '
-        f'"effitrain-lessons=={effitrain_lessons.__version__}"],'
+        'subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", str(report), '
+        f'"effitrain-lessons=={effitrain_lessons.__version__}"], check=True)'
     ) in source(first)
     assert "[" not in colab.PIP_REQUIREMENT  # no extras: Colab gets the runtime alone
     assert not re.search(r"^\s*[%!]", source(first), flags=re.MULTILINE), "no IPython magics"
@@ -272,3 +272,16 @@ def test_where_the_notebook_is_not_on_disk_the_checks_use_the_installed_lesson(t
     assert not grader.check("q_bytes", {"tensor_bytes": 8.0}).passed
     with pytest.raises(FileNotFoundError, match="effitrain lab"):
         checks.Notebook("99_no_such_lesson.ipynb")
+
+
+def test_on_colab_the_setup_cell_says_what_pip_changed_and_what_it_kept(tmp_path):
+    report = {"install": [{"metadata": {"name": "effitrain-lessons", "version": effitrain_lessons.__version__}},
+                          {"metadata": {"name": "transformers", "version": "5.24.0"}}]}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    summary = colab.install_summary(tmp_path / "report.json").splitlines()
+    assert summary[0] == f"Installed effitrain-lessons {effitrain_lessons.__version__}."
+    assert summary[1] == "Added or upgraded for it: transformers 5.24.0."
+    assert summary[2].startswith("Kept as Colab has them: torch ") and summary[-1].startswith("Using ")
+    (tmp_path / "coloured.json").write_text("\x1b[1m{\x1b[0m")
+    unreadable = colab.install_summary(tmp_path / "coloured.json").splitlines()
+    assert unreadable[0] == f"effitrain-lessons {effitrain_lessons.__version__} is installed (pip left no report of what it changed)."

@@ -115,10 +115,12 @@ def setup_cell_source() -> str:
 # Setup (the same in every lesson): run this cell first.
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 if "google.colab" in sys.modules:  # Colab: install this version of the course, its runtime only (Colab's torch stays)
-    installed = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", "-", "{PIP_REQUIREMENT}"],
-                               check=True, stdout=subprocess.PIPE, text=True)
+    report = Path(tempfile.gettempdir(), "effitrain-lessons-install.json")  # what pip installed
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", str(report), "{PIP_REQUIREMENT}"], check=True)
 
 try:
     import effitrain_lessons
@@ -131,7 +133,7 @@ except ImportError:
 if "google.colab" in sys.modules:
     from effitrain_lessons.colab import install_summary
 
-    print(install_summary(installed.stdout))'''
+    print(install_summary(report))'''
 
 
 def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None) -> list[Difference]:
