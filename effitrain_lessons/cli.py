@@ -5,16 +5,19 @@
 
 `effitrain lab` in a checkout opens its notebooks/. Anywhere else (after `pip install`) it puts a
 copy of the lessons the package carries in a folder of the learner's (`--dir`, default
-`./effitrain-lessons`) and opens JupyterLab there: the installed lessons are never edited, and a
-lesson already in that folder that differs from the installed one (the learner's work) is replaced
-only when the learner says yes at the prompt, and then kept beside it under a dated name.
+`./effitrain-lessons`) and opens JupyterLab there. The installed lessons are never edited, and a
+lesson already in that folder is the learner's: it is replaced only when a new version of the
+package brings a different lesson and the learner says yes at the prompt, and then kept beside it
+under a dated name.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import os
 import platform
 import shutil
@@ -29,6 +32,7 @@ from effitrain_lessons.hub import hub_reachable, offline_by_choice
 
 PACKAGES = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "matplotlib", "ipywidgets", "jupyterlab", "otter-grader"]
 WORK_FOLDER = Path("effitrain-lessons")  # where `effitrain lab` puts the lessons outside a checkout
+MANIFEST = ".effitrain-lessons.json"  # in that folder: each lesson's installed edition, by hash, when copied
 
 
 def checkout_lessons() -> Path | None:
@@ -50,28 +54,41 @@ def ask(question: str) -> bool:
 def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[str], bool] = ask) -> list[str]:
     """Put a copy of every installed lesson in `folder`; return a line for each lesson it did something to.
 
-    A lesson missing there is copied; one identical to the installed lesson is left alone; one that
-    differs is replaced only if `confirm` says yes, and then the learner's file is kept, renamed.
+    A lesson missing there is copied. One that is there is the learner's: it is left alone while the
+    installed lesson is the one it was copied from (`MANIFEST` remembers which). When the installed
+    lesson changed since (a new version of the package), it is replaced only if `confirm` says yes,
+    and then the learner's file is kept beside it, renamed.
     """
     source = installed_lessons() if source is None else source
     folder.mkdir(parents=True, exist_ok=True)
+    manifest_path = folder / MANIFEST
+    try:
+        copied_from = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        copied_from = {}
+    if not isinstance(copied_from, dict):
+        copied_from = {}
     done = []
     for lesson in sorted(source.glob("[0-9][0-9]_*.ipynb")):
         target = folder / lesson.name
+        installed = hashlib.sha256(lesson.read_bytes()).hexdigest()
         if not target.exists():
             shutil.copyfile(lesson, target)
             done.append(f"copied {lesson.name}")
-        elif target.read_bytes() == lesson.read_bytes():
-            continue
-        elif confirm(f"{target} differs from lesson {lesson.stem} of effitrain-lessons {__version__} (your work, or an "
-                     "older lesson). Replace it? Yours is kept beside it."):
+        elif target.read_bytes() == lesson.read_bytes() or copied_from.get(lesson.name) == installed:
+            pass  # the installed lesson, or the learner's work on it
+        elif confirm(f"Lesson {lesson.stem} of effitrain-lessons {__version__} differs from the one your {target} "
+                     "started from. Replace yours with it? Yours is kept beside it."):
             kept = target.with_name(f"{lesson.stem}.mine-{time.strftime('%Y%m%d-%H%M%S')}.ipynb")
             target.rename(kept)
             shutil.copyfile(lesson, target)
-            done.append(f"replaced {lesson.name}; yours is now {kept.name}")
+            done.append(f"replaced {lesson.name} with this version's lesson; yours is now {kept.name}")
         else:
-            done.append(f"kept your {lesson.name} (it differs from this version's lesson; run `effitrain lab` in a "
+            done.append(f"kept your {lesson.name}, though this version's lesson differs (run `effitrain lab` in a "
                         "terminal to be asked whether to replace it)")
+            continue  # asked again next time
+        copied_from[lesson.name] = installed
+    manifest_path.write_text(json.dumps(copied_from, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return done
 
 

@@ -45,27 +45,37 @@ def test_lessons_are_copied_into_the_learners_folder_and_their_work_is_kept(tmp_
     shutil.copytree(ROOT / "notebooks", installed, ignore=shutil.ignore_patterns("solutions"))
     original = lesson_files(installed)
     assert len(original) >= 5
+    never = lambda question: pytest.fail(f"nothing to ask: {question}")  # noqa: E731
     mine = tmp_path / "mine"
-    done = cli.copy_lessons(mine, installed, confirm=lambda question: pytest.fail("nothing to ask yet"))
-    assert done == [f"copied {name}" for name in original] and lesson_files(mine) == original
-    assert cli.copy_lessons(mine, installed, confirm=lambda question: pytest.fail("nothing to ask")) == []
+    assert cli.copy_lessons(mine, installed, confirm=never) == [f"copied {name}" for name in original]
+    assert lesson_files(mine) == original
+    assert cli.copy_lessons(mine, installed, confirm=never) == []
 
-    first = sorted(original)[0]
+    # The learner works on a lesson: theirs, never questioned while the installed lesson is the same.
+    first, second = sorted(original)[:2]
     (mine / first).write_text("my answers", encoding="utf-8")
     (mine / "notes.txt").write_text("mine too", encoding="utf-8")
+    assert cli.copy_lessons(mine, installed, confirm=never) == []
+    assert (mine / first).read_text(encoding="utf-8") == "my answers"
+
+    # A new version of the package brings a different lesson: the learner is asked, and no means no.
+    (installed / first).write_bytes(original[first] + b" ")
     asked = []
     done = cli.copy_lessons(mine, installed, confirm=lambda question: asked.append(question) or False)
-    assert len(asked) == 1 and "Replace it?" in asked[0] and first in asked[0]
-    assert done == [f"kept your {first} (it differs from this version's lesson; run `effitrain lab` in a "
+    assert len(asked) == 1 and "Replace yours with it?" in asked[0] and first in asked[0]
+    assert done == [f"kept your {first}, though this version's lesson differs (run `effitrain lab` in a "
                     "terminal to be asked whether to replace it)"]
     assert (mine / first).read_text(encoding="utf-8") == "my answers"
 
+    # Yes: this version's lesson, and the learner's file kept beside it.
     done = cli.copy_lessons(mine, installed, confirm=lambda question: True)
-    kept = [p for p in mine.glob("*.mine-*.ipynb")]
-    assert len(kept) == 1 and kept[0].read_text(encoding="utf-8") == "my answers"
-    assert done == [f"replaced {first}; yours is now {kept[0].name}"]
-    assert (mine / first).read_bytes() == original[first] and (mine / "notes.txt").read_text() == "mine too"
-    assert lesson_files(installed) == original  # the installed lessons are never edited
+    (kept,) = mine.glob("*.mine-*.ipynb")
+    assert kept.read_text(encoding="utf-8") == "my answers"
+    assert done == [f"replaced {first} with this version's lesson; yours is now {kept.name}"]
+    assert (mine / first).read_bytes() == original[first] + b" " and (mine / "notes.txt").read_text() == "mine too"
+    assert (mine / second).read_bytes() == original[second]
+    assert cli.copy_lessons(mine, installed, confirm=never) == []
+    assert lesson_files(installed) == {**original, first: original[first] + b" "}  # never edited by copying
 
 
 def test_without_a_terminal_nothing_is_replaced(monkeypatch):
