@@ -109,3 +109,21 @@ def test_binder_is_the_learners_set_and_uses_the_constraints():
     names = {canonicalize_name(Requirement(line).name) for line in requirement_lines(ROOT / "binder" / "requirements.txt")}
     assert names == set(pyproject_requirements(extras=LEARNER))
     assert "pip install --no-deps -e ." in (ROOT / "binder" / "postBuild").read_text()
+
+
+def test_make_setup_takes_a_cpu_torch_unless_asked_for_cuda():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("install_torch", ROOT / "tools" / "install_torch.py")
+    install_torch = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(install_torch)
+    assert install_torch.tested_version() == str(constraints()["torch"])
+    cpu_index = ["install", "torch==2.13.0+cpu", "--extra-index-url", install_torch.CPU_INDEX]
+    # Linux: PyPI's build is CUDA, so the CPU index, unless pip already finds a CPU build (a local wheel).
+    assert install_torch.pip_arguments("cpu", "2.13.0", "2.13.0", "linux") == cpu_index
+    assert install_torch.pip_arguments("cpu", "2.13.0", None, "linux") == cpu_index
+    assert install_torch.pip_arguments("cpu", "2.13.0", "2.13.0+cpu", "linux") == ["install", "torch==2.13.0"]
+    # macOS and Windows: PyPI's build is the CPU one; cuda: PyPI's build, as asked.
+    assert install_torch.pip_arguments("cpu", "2.13.0", None, "darwin") == ["install", "torch==2.13.0"]
+    assert install_torch.pip_arguments("cuda", "2.13.0", "2.13.0+cpu", "linux") == ["install", "torch==2.13.0"]
+    assert install_torch.CPU_INDEX == "https://download.pytorch.org/whl/cpu"
