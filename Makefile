@@ -93,7 +93,7 @@ notebooks: setup
 clean:
 	rm -rf $(VENV) $(LOWEST) build *.egg-info
 
-# The learner outside the checkout (about 6 min): the wheel installed into new environments in a
+# The learner outside the checkout (about 5 min): the wheel installed into new environments in a
 # temporary folder, `effitrain lab` and lessons 00-01 there, and a simulated Colab.
 test-outside: setup
 	$(BIN)/python -m pytest tests_outside -p no:cacheprovider $(PYTEST_ARGS)
