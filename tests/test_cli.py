@@ -132,3 +132,12 @@ def test_lab_serves_jupyterlab_on_the_lessons(tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_lab_without_jupyterlab_copies_the_lessons_and_says_what_to_install(tmp_path, monkeypatch, capsys):
+    real = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name, *a: None if name == "jupyterlab" else real(name, *a))
+    assert cli.main(["lab", "--dir", str(tmp_path / "mine")]) == 2
+    captured = capsys.readouterr()
+    assert "pip install 'effitrain-lessons[lab]'" in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert lesson_files(tmp_path / "mine") == lesson_files(ROOT / "notebooks")
