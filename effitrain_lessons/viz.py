@@ -316,8 +316,9 @@ def plot_sync_timeline(syncs: Mapping[str, list[int]], steps: int, devices: int 
 
 def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | None = None) -> Figure:
     """Lesson 4's results against K: synchronizations and megabytes all-reduced per process (left),
-    final training loss and validation accuracy (right), with data parallel as dashed lines.
-    `rows` are dicts with k, synchronizations, megabytes, final_loss, eval_accuracy; `baseline` the same
+    final validation loss (the loss the lesson's tolerance is about) and validation accuracy (right),
+    with data parallel as dashed lines.
+    `rows` are dicts with k, synchronizations, megabytes, eval_loss, eval_accuracy; `baseline` the same
     for data parallel (its k is ignored)."""
     if not rows:
         raise ValueError("plot_local_sgd_sweep needs at least one Local SGD row.")
@@ -338,9 +339,9 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
     comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="lower left")
     comm_ax.set_title("communication", fontsize=10)
 
-    loss_ax.plot(ks, [row["final_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label="final training loss")
-    loss_ax.axhline(baseline["final_loss"], color=MEMORY_COLOURS["activations"], ls="--", lw=1)
-    loss_ax.set_ylabel("final training loss")
+    loss_ax.plot(ks, [row["eval_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label="validation loss")
+    loss_ax.axhline(baseline["eval_loss"], color=MEMORY_COLOURS["activations"], ls="--", lw=1)
+    loss_ax.set_ylabel("final validation loss")
     accuracy_ax = loss_ax.twinx()
     accuracy_ax.plot(ks, [row["eval_accuracy"] for row in rows], "s:", color=STATUS_COLOURS["stored"], label="validation accuracy")
     accuracy_ax.axhline(baseline["eval_accuracy"], color=STATUS_COLOURS["stored"], ls="--", lw=1)

@@ -196,6 +196,9 @@ def test_lesson_4_figures(runs):
     configs, results = runs
     rows = [summary(reports) for reports in results]
     assert isinstance(viz.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure)
-    assert isinstance(viz.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0]), Figure)
+    sweep = viz.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0])
+    assert isinstance(sweep, Figure)
+    loss_ax = next(ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss")  # what the tolerance is about
+    assert list(loss_ax.lines[0].get_ydata()) == [rows[1]["eval_loss"], rows[2]["eval_loss"]]
     with pytest.raises(ValueError):
         viz.plot_sync_timeline({}, steps=4)
