@@ -37,8 +37,10 @@ MANIFEST = ".effitrain-lessons.json"  # in that folder: each lesson's installed 
 
 def checkout_lessons() -> Path | None:
     """The checkout's `notebooks/` when this package runs from a clone of the course, else None."""
-    root = Path(__file__).resolve().parent.parent
-    return root / "notebooks" if (root / "lessons").is_dir() and (root / "notebooks").is_dir() else None
+    from effitrain_lessons.course.lessons import LEARNER_DIR, course_root
+
+    root = course_root(None)
+    return root / LEARNER_DIR if root else None
 
 
 def ask(question: str) -> bool:

@@ -22,10 +22,11 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 CONSTRAINTS = Path(__file__).resolve().parent.parent / "constraints.txt"
 
 
-def tested_version() -> str:
-    match = re.search(r"^torch==([\w.]+)\s*$", CONSTRAINTS.read_text(encoding="utf-8"), flags=re.MULTILINE)
+def tested_version(constraints: Path = CONSTRAINTS) -> str:
+    """The torch version a constraints file pins: the tested build (tools/lowest_constraints.py uses it too)."""
+    match = re.search(r"^torch==([\w.]+)\s*$", constraints.read_text(encoding="utf-8"), flags=re.MULTILINE)
     if not match:
-        raise SystemExit(f"{CONSTRAINTS} pins no torch==VERSION: pass the version to install.")
+        raise ValueError(f"{constraints} pins no torch==VERSION")
     return match.group(1)
 
 
@@ -51,7 +52,11 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("cpu", "cuda"):
         print("usage: install_torch.py cpu|cuda [VERSION]  (TORCH=cpu or TORCH=cuda with make)", file=sys.stderr)
         return 2
-    kind, version = argv[0], argv[1] if len(argv) > 1 else tested_version()
+    try:
+        kind, version = argv[0], argv[1] if len(argv) > 1 else tested_version()
+    except ValueError as error:
+        print(f"{error}: pass the version to install.", file=sys.stderr)
+        return 2
     try:
         installed = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:

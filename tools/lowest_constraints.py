@@ -3,7 +3,9 @@
 Reads pyproject.toml's dependencies and every extra, turns each `name>=X` into `name==X` and, where a
 package is listed more than once (ipywidgets in the runtime and in the lab extra), keeps the higher
 bound: that is what installing every extra together can get. torch is the one exception: it stays at
-the tested version, constraints.txt's (see torch_pin). `make test-lowest` installs the project with
+the tested version, constraints.txt's (install_torch.tested_version): any other version would mean a
+multi-GB CUDA download where no CPU wheel is at hand, so torch's own lower bound is only checked for
+being met, never installed. `make test-lowest` installs the project with
 these constraints and runs the tests, so the lower bounds in pyproject.toml and the check of them
 cannot drift apart.
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+
+from install_torch import tested_version  # this folder's: the script runs as tools/lowest_constraints.py
 
 try:
     import tomllib
@@ -40,16 +44,6 @@ def release(version: str) -> tuple[int, ...]:
     while len(parts) > 1 and parts[-1] == 0:
         parts.pop()
     return tuple(parts)
-
-
-def torch_pin(constraints: Path) -> str:
-    """The tested torch (constraints.txt's): the CPU build tools/install_torch.py installs. Any other
-    version means a multi-GB CUDA download where no CPU wheel is at hand, so torch's own lower bound is
-    checked only for being met, never installed."""
-    match = re.search(r"^torch==([0-9][0-9A-Za-z.]*)\s*$", constraints.read_text(encoding="utf-8"), flags=re.MULTILINE)
-    if not match:
-        raise ValueError(f"{constraints} pins no torch==VERSION")
-    return match.group(1)
 
 
 def lower_bound(requirement: str) -> tuple[str, str, str]:
@@ -89,7 +83,7 @@ def constraints(pyproject: Path) -> list[str]:
     lines = [f"# The lowest versions {pyproject.name} allows, written by tools/lowest_constraints.py."]
     for key, (name, version, sources) in pins.items():
         if key == "torch":
-            tested = torch_pin(pyproject.parent / "constraints.txt")
+            tested = tested_version(pyproject.parent / "constraints.txt")
             if release(tested) < release(version):
                 raise ValueError(f"constraints.txt's torch=={tested} is below pyproject's torch>={version}")
             lines.append(f"# torch: pyproject allows {version}, but torch stays at the tested {tested} (constraints.txt), the")
