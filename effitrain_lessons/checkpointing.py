@@ -35,9 +35,11 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint_sequential
-from torch.utils.flop_counter import FlopCounterMode
 
-from effitrain_lessons.memory import format_bytes, format_flops
+from effitrain_lessons.arguments import whole_numbers
+from effitrain_lessons.device import synchronize
+from effitrain_lessons.memory import count_step, format_bytes, format_flops, storage_key
+from effitrain_lessons.tables import Table
 
 aten = torch.ops.aten
 
@@ -87,7 +89,7 @@ def abc_source() -> str:
 def abc_inputs(batch: int = 64, width: int = 256, seed: int = 0) -> dict[str, torch.Tensor]:
     """x (batch x width) and weight (width x width), both leaves that require grad, drawn from `seed`.
     Used by lesson 1."""
-    _check_positive(batch=batch, width=width)
+    whole_numbers(batch=batch, width=width)
     generator = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, width, generator=generator).requires_grad_()
     weight = (torch.randn(width, width, generator=generator) / math.sqrt(width)).requires_grad_()
@@ -202,47 +204,39 @@ class StepTrace:
             return "stored"
         return "deleted"
 
-    def table(self) -> str:
+    def table(self) -> Table:
         """Every tensor held from the forward pass for the backward pass, who holds it, and the totals."""
         hooked = {r.name for r in self.saved}
-        rows = [("tensor", "shape", "bytes", "held by")]
+        rows = []
         for r in self.saved:
             holder = "autograd (saved-tensor hooks)" if r.made_in_forward else "autograd or checkpoint (not made by the step)"
             rows.append((r.name, str(r.shape), format_bytes(r.nbytes), holder))
         for r in self.kept:
             if r.name not in hooked:
                 rows.append((r.name, str(r.shape), format_bytes(r.nbytes), "something the hooks do not see"))
-        widths = [max(len(row[i]) for row in rows) for i in range(4)]
-        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-        lines.insert(1, "  ".join("-" * w for w in widths))
         again = ", ".join(f"{name} x{count}" for name, count in self.recomputed.items()) or "nothing"
-        lines += [
-            "",
+        notes = [
             f"activations kept for backward: {format_bytes(self.kept_bytes)}",
             f"recomputed during backward:    {again}",
             f"FLOPs (forward + backward):    {format_flops(self.flops)}",
         ]
-        return "\n".join(lines)
+        return Table(["tensor", "shape", "bytes", "held by"], rows, notes=notes)
 
     def __str__(self) -> str:
-        return self.table()
+        return str(self.table())
 
 
-def compare_traces(traces: Mapping[str, StepTrace], names: Sequence[str] = ("A", "B")) -> str:
+def compare_traces(traces: Mapping[str, StepTrace], names: Sequence[str] = ("A", "B")) -> Table:
     """A table of traced cases side by side: activation bytes kept, recomputations of `names`, and
     FLOPs relative to the first case. Used by lesson 1."""
     if not traces:
         raise ValueError("compare_traces needs at least one trace, e.g. {'no checkpointing': trace}.")
     base = next(iter(traces.values()))
-    header = ["case", "kept for backward", *[f"{n} recomputed" for n in names], "FLOPs"]
-    rows = [header]
+    rows = []
     for label, trace in traces.items():
         counts = [f"{trace.recomputations(n)}x" for n in names]
         rows.append([label, format_bytes(trace.kept_bytes), *counts, f"x{trace.flops / base.flops:.3f}"])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return Table(["case", "kept for backward", *[f"{n} recomputed" for n in names], "FLOPs"], rows)
 
 
 def _counted(op) -> bool:
@@ -269,7 +263,7 @@ class _ForwardTensors(TorchDispatchMode):
         for tensor in tree_flatten(out)[0]:
             if not isinstance(tensor, torch.Tensor) or tensor.untyped_storage().nbytes() == 0:
                 continue
-            key = _storage_key(tensor)
+            key = storage_key(tensor)
             if key in self.known:
                 continue
             previous = self.made.get(key)
@@ -335,21 +329,14 @@ def trace_step(
         parameters = dict(parameters.named_parameters())
     parameters = dict(parameters or {})
     leaves = {**inputs, **parameters}
-    known = {_storage_key(t): name for name, t in leaves.items()}
+    known = {storage_key(t): name for name, t in leaves.items()}
     for tensor in leaves.values():
         if tensor.is_leaf:
             tensor.grad = None
 
-    saved: dict[tuple[str, int], tuple[tuple[int, ...], int]] = {}  # storage -> (shape, bytes)
-
-    def pack(tensor: torch.Tensor) -> torch.Tensor:
-        if tensor.untyped_storage().nbytes():
-            saved.setdefault(_storage_key(tensor), (tuple(tensor.shape), tensor.untyped_storage().nbytes()))
-        return tensor
-
     tracker = _ForwardTensors(names, known)
-    with FlopCounterMode(display=False) as flop_counter:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), tracker:
+    with count_step() as count:
+        with count.forward(), tracker:
             output = forward(*inputs.values())
             if not isinstance(output, torch.Tensor):
                 raise TypeError(
@@ -357,18 +344,21 @@ def trace_step(
                     "the result of the step (e.g. `return checkpoint(block, x, use_reentrant=False)`)."
                 )
             loss = (loss_fn or torch.sum)(output)
-        forward_flops = flop_counter.get_total_flops()
         if not loss.requires_grad:
             raise RuntimeError(
                 "The loss does not require grad, so there is no backward pass to trace: give the step "
                 "an input or parameter with requires_grad=True (and no torch.no_grad())."
             )
         del output
-        kept = tracker.alive(exclude={_storage_key(loss)})
+        kept = tracker.alive(exclude={storage_key(loss)})
         seed = torch.ones_like(loss)
         with _Recomputations(names) as recomputations:
             loss.backward(seed)
 
+    saved: dict[tuple[str, int], tuple[tuple[int, ...], int]] = {}  # storage -> (shape, bytes)
+    for entry in count.saved.entries:
+        if entry.nbytes:
+            saved.setdefault(entry.storage, (entry.shape, entry.nbytes))
     records = []
     order = {key: i for i, key in enumerate([*known, *tracker.made])}  # inputs first, then as made
     for key, (shape, nbytes) in sorted(saved.items(), key=lambda item: order.get(item[0], len(order))):
@@ -380,16 +370,12 @@ def trace_step(
         kept=kept,
         forward_runs=dict(tracker.runs),
         recomputed=dict(recomputations.runs),
-        flops=flop_counter.get_total_flops(),
-        forward_flops=forward_flops,
+        flops=count.flops,
+        forward_flops=count.forward_flops,
         gradients={
             name: t.grad.detach().clone() for name, t in leaves.items() if t.is_leaf and t.grad is not None
         },
     )
-
-
-def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
-    return (str(tensor.device), tensor.untyped_storage().data_ptr())
 
 
 def _op_name(op) -> str:
@@ -404,7 +390,7 @@ def two_matmuls(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Te
 
 def two_matmuls_inputs(batch: int = 32, width: int = 64, hidden: int = 128, seed: int = 0) -> dict[str, torch.Tensor]:
     """x (batch x width), w1 (width x hidden) and w2 (hidden x width) for `two_matmuls`; w1, w2 require grad."""
-    _check_positive(batch=batch, width=width, hidden=hidden)
+    whole_numbers(batch=batch, width=width, hidden=hidden)
     generator = torch.Generator().manual_seed(seed)
     return {
         "x": torch.randn(batch, width, generator=generator),
@@ -420,7 +406,7 @@ def two_matmuls_inputs(batch: int = 32, width: int = 64, hidden: int = 128, seed
 def mlp_block(width: int = 64, hidden: int = 256, seed: int = 0) -> torch.nn.Sequential:
     """A transformer-style MLP block, Linear -> GELU -> Linear, that saves 2 * hidden / width
     times more than its input. Used by lesson 1's first exercise."""
-    _check_positive(width=width, hidden=hidden)
+    whole_numbers(width=width, hidden=hidden)
     with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state untouched
         torch.manual_seed(seed)
         return torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, width))
@@ -429,7 +415,7 @@ def mlp_block(width: int = 64, hidden: int = 256, seed: int = 0) -> torch.nn.Seq
 def deep_stack(n_blocks: int = 36, width: int = 256, seed: int = 0) -> torch.nn.Sequential:
     """n blocks of Linear -> Tanh: each block keeps one activation the size of its input, the
     setting of Chen et al.'s O(n/k + k). Used by lesson 1."""
-    _check_positive(n_blocks=n_blocks, width=width)
+    whole_numbers(n_blocks=n_blocks, width=width)
     with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state untouched
         torch.manual_seed(seed)
         return torch.nn.Sequential(
@@ -440,7 +426,7 @@ def deep_stack(n_blocks: int = 36, width: int = 256, seed: int = 0) -> torch.nn.
 def stack_input(stack: torch.nn.Sequential, batch: int = 64, seed: int = 0) -> torch.Tensor:
     """A batch for `stack` (inputs that do not require grad, like token embeddings of a frozen table).
     Used by lesson 1."""
-    _check_positive(batch=batch)
+    whole_numbers(batch=batch)
     width = next(m for m in stack.modules() if isinstance(m, torch.nn.Linear)).in_features
     return torch.randn(batch, width, generator=torch.Generator().manual_seed(seed))
 
@@ -521,7 +507,7 @@ def chen_flops_ratio(k: float) -> float:
 
 def divisors(n: int) -> list[int]:
     """The k that split n blocks into equal segments. Used by lesson 1."""
-    _check_positive(n=n)
+    whole_numbers(n=n)
     return [k for k in range(1, n + 1) if n % k == 0]
 
 
@@ -541,7 +527,7 @@ def sweep_segments(
     segments = sorted(set(divisors(n) if segments is None else segments) | {1})
     if segments[0] < 1 or segments[-1] > n:
         raise ValueError(f"Segment counts must be between 1 and the number of blocks ({n}), got {segments}.")
-    _check_positive(repeats=repeats)
+    whole_numbers(repeats=repeats)
 
     def segmented(k: int) -> Callable:
         return lambda x: checkpoint_sequential(stack, k, x, use_reentrant=False)
@@ -553,19 +539,14 @@ def sweep_segments(
             seconds = []
             for _ in range(repeats):
                 stack.zero_grad(set_to_none=True)
-                _synchronize(x.device)
+                synchronize(x.device)
                 start = time.perf_counter()
                 segmented(k)(x).sum().backward()
-                _synchronize(x.device)
+                synchronize(x.device)
                 seconds.append(time.perf_counter() - start)
             rows.append(SegmentsRow(k=k, kept_bytes=trace.kept_bytes, flops=trace.flops, seconds=min(seconds)))
     stack.zero_grad(set_to_none=True)
     return SegmentSweep(n_blocks=n, unit_bytes=x.shape[0] * _width_out(stack) * x.element_size(), rows=tuple(rows))
-
-
-def _synchronize(device: torch.device) -> None:
-    if device.type == "cuda":  # GPU work is asynchronous: wait for it before reading the clock
-        torch.cuda.synchronize(device)
 
 
 @contextmanager
@@ -587,7 +568,3 @@ def _width_out(stack: torch.nn.Sequential) -> int:
     return [m for m in stack.modules() if isinstance(m, torch.nn.Linear)][-1].out_features
 
 
-def _check_positive(**values: int) -> None:
-    for name, value in values.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")

@@ -37,3 +37,12 @@ def describe_device(device: torch.device | str | None = None) -> str:
     if device.type == "mps":
         return "Using mps: Apple GPU (Metal)."
     return f"Using cpu ({torch.get_num_threads()} threads); a GPU would make the larger settings faster."
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait for the device's queued work, so that a clock read after it times the work (a no-op on a CPU)."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from effitrain_lessons.device import synchronize
+from effitrain_lessons.tables import Table
 
 
 def format_bytes(n: float) -> str:
@@ -69,7 +71,8 @@ class SavedTensorLog:
         return sum(entry.nbytes for entry in self.activations)
 
 
-def _storage_key(tensor: torch.Tensor) -> tuple[str, int]:
+def storage_key(tensor: torch.Tensor) -> tuple[str, int]:
+    """(device, address) of the memory behind `tensor`: equal for every view of one storage."""
     return (str(tensor.device), tensor.untyped_storage().data_ptr())
 
 
@@ -82,11 +85,11 @@ def record_saved_tensors(model: torch.nn.Module | None = None) -> Iterator[Saved
     """
     state = set()
     if model is not None:
-        state = {_storage_key(t) for t in (*model.parameters(), *model.buffers())}
+        state = {storage_key(t) for t in (*model.parameters(), *model.buffers())}
     log = SavedTensorLog()
 
     def pack(tensor: torch.Tensor) -> torch.Tensor:
-        key = _storage_key(tensor)
+        key = storage_key(tensor)
         log.entries.append(
             SavedTensor(
                 shape=tuple(tensor.shape),
@@ -160,12 +163,14 @@ class StepReport:
             ("device / mode", f"{self.device} / {'train' if self.training else 'eval'}"),
         ]
 
+    def table(self) -> Table:
+        return Table(["step", "value"], self.rows())
+
     def __str__(self) -> str:
-        return _table("step", self.rows())
+        return str(self.table())
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in self.rows())
-        return f"<table><tr><th>step</th><th></th></tr>{body}</table>"
+        return self.table()._repr_html_()
 
     def __truediv__(self, other: StepReport) -> StepComparison:
         if not isinstance(other, StepReport):
@@ -213,24 +218,53 @@ class StepComparison:
             rows.append(("peak GPU memory", f"{self.peak_bytes:.3f}x"))
         return rows
 
+    def table(self) -> Table:
+        return Table(["ratio (new / base)", "value"], self.rows())
+
     def __str__(self) -> str:
-        return _table("ratio (new / base)", self.rows())
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def _ratio(new: float, base: float) -> float:
     return new / base if base else float("nan")
 
 
-def _table(title: str, rows: list[tuple[str, str]]) -> str:
-    width = max(len(title), *(len(k) for k, _ in rows))
-    lines = [f"{title:<{width}}  value", f"{'-' * width}  -----"]
-    lines += [f"{k:<{width}}  {v}" for k, v in rows]
-    return "\n".join(lines)
+@dataclass
+class StepCount:
+    """What `count_step` counted: FLOPs of the whole block, and of its forward part, and what the
+    forward saved for backward."""
+
+    saved: SavedTensorLog = field(default_factory=SavedTensorLog)
+    forward_flops: int = 0
+    flops: int = 0
+    _counter: FlopCounterMode | None = field(default=None, repr=False)
+
+    @contextmanager
+    def forward(self, model: torch.nn.Module | None = None) -> Iterator[SavedTensorLog]:
+        """Mark the forward pass: record the tensors it saves (`model`'s own state marked as such)."""
+        with record_saved_tensors(model) as log:
+            self.saved = log
+            yield log
+        self.forward_flops = self._counter.get_total_flops()
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+@contextmanager
+def count_step() -> Iterator[StepCount]:
+    """Count one training step run inside the block, its forward pass inside `count.forward()`.
+
+    FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts: matrix products and
+    convolutions (2 per multiply-add), never elementwise work. One primitive for every measurement
+    of a step in the package (`measure_step` here, `checkpointing.trace_step`, the Trainer callback).
+    """
+    count = StepCount()
+    with FlopCounterMode(display=False) as counter:
+        count._counter = counter
+        yield count
+    count.flops = counter.get_total_flops()
+    count._counter = None
 
 
 def measure_step(
@@ -257,10 +291,9 @@ def measure_step(
     # (dropout) are drawn from a forked generator, so pass 2 sees the caller's state.
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
         _zero_grads(model, batch)
-        with FlopCounterMode(display=False) as counter:
-            with record_saved_tensors(model) as log:
+        with count_step() as count:
+            with count.forward(model):
                 loss = _loss_of(_forward(model, batch), loss_fn)
-            forward_flops = counter.get_total_flops()
             _check_loss(loss)
             loss.backward()
     del loss
@@ -270,17 +303,17 @@ def measure_step(
     on_cuda = device.type == "cuda"
     if on_cuda:
         torch.cuda.reset_peak_memory_stats(device)
-    _sync(device)
+    synchronize(device)
     start = time.perf_counter()
     _loss_of(_forward(model, batch), loss_fn).backward()
-    _sync(device)
+    synchronize(device)
     seconds = time.perf_counter() - start
 
     return StepReport(
-        saved_bytes=log.total_bytes,
-        saved_tensors=len(log.activations),
-        flops=counter.get_total_flops(),
-        forward_flops=forward_flops,
+        saved_bytes=count.saved.total_bytes,
+        saved_tensors=len(count.saved.activations),
+        flops=count.flops,
+        forward_flops=count.forward_flops,
         seconds=seconds,
         peak_bytes=torch.cuda.max_memory_allocated(device) if on_cuda else None,
         device=str(device),
@@ -321,15 +354,21 @@ class TrainingMemory:
     def total(self) -> int:
         return sum(self.parts().values())
 
-    def __str__(self) -> str:
+    def table(self) -> Table:
         rows = [(name, f"{format_bytes(n)} ({n / self.total:.0%})") for name, n in self.parts().items()]
-        return _table("training memory", rows)
+        return Table(["training memory", "value"], rows)
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def _unique_bytes(tensors) -> int:
     storages = {}
     for tensor in tensors:
-        storages.setdefault(_storage_key(tensor), tensor.untyped_storage().nbytes())
+        storages.setdefault(storage_key(tensor), tensor.untyped_storage().nbytes())
     return sum(storages.values())
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from transformers import BertConfig, BertForSequenceClassification
 
+from effitrain_lessons.arguments import whole_numbers
+
 # Sized so that one training step on a batch of 8 x 32 tokens takes milliseconds on a laptop CPU,
 # while keeping BERT's structure (embeddings, N encoder layers, pooler, classifier).
 TINY_BERT = dict(
@@ -23,14 +25,17 @@ TINY_BERT = dict(
 TRAINING = dict(learning_rate=1e-3, warmup_ratio=0.1, batch_size=32, epochs=4)
 
 
-def tiny_bert(num_labels: int = 2, **overrides) -> BertForSequenceClassification:
+def tiny_bert(num_labels: int = 2, *, dropout: bool = True, **overrides) -> BertForSequenceClassification:
     """A freshly initialised `BertForSequenceClassification` small enough for a CPU.
 
     Keyword arguments override `BertConfig` fields (e.g. `num_hidden_layers=12`).
+    `dropout=False` sets both of BERT's dropout probabilities to 0: lessons 02-04 train without
+    it, since drawing dropout masks costs time on a CPU and short runs do not need it.
     The vocabulary defaults to the course tokenizer's. Used by every lesson.
     """
-    if num_labels < 1:
-        raise ValueError(f"num_labels must be at least 1, got {num_labels}.")
+    whole_numbers(num_labels=num_labels)
+    if not dropout:
+        overrides = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, **overrides}
     if "vocab_size" not in overrides:
         from effitrain_lessons.data import load_tokenizer
 

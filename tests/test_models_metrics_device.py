@@ -23,7 +23,7 @@ def test_tiny_bert_overrides_reach_the_config():
 
 
 def test_tiny_bert_rejects_bad_settings_clearly():
-    with pytest.raises(ValueError, match="num_labels must be at least 1"):
+    with pytest.raises(ValueError, match="num_labels must be a whole number of at least 1"):
         models.tiny_bert(num_labels=0, vocab_size=300)
     with pytest.raises(ValueError, match="valid BERT"):
         models.tiny_bert(vocab_size=300, hidden_size=66, num_attention_heads=4)
@@ -97,3 +97,11 @@ def test_device_errors_say_what_to_do():
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="prefer=None"):
             device.pick_device("cuda")
+
+
+def test_tiny_bert_without_dropout_and_overrides_still_win():
+    tiny_bert = models.tiny_bert
+    plain = tiny_bert(dropout=False)
+    assert plain.config.hidden_dropout_prob == 0.0 and plain.config.attention_probs_dropout_prob == 0.0
+    assert tiny_bert().config.hidden_dropout_prob == 0.1
+    assert tiny_bert(dropout=False, hidden_dropout_prob=0.2).config.hidden_dropout_prob == 0.2

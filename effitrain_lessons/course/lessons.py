@@ -57,12 +57,16 @@ def lesson_names(root: Path = ROOT) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.ipynb") if LESSON_NAME.fullmatch(p.stem))
 
 
+SAVED_DIR = "effitrain_lessons/lesson_code"  # a lesson's `#@save` cells, as a module for launchers
+
+
 def edition_paths(name: str) -> dict[str, str]:
     """Where a lesson's editions go, relative to the course root."""
     return {
         "learner": f"{LEARNER_DIR}/{name}.ipynb",
         "solution": f"{SOLUTIONS_DIR}/{name}.ipynb",
         "autograder": f"{AUTOGRADER_DIR}/{name}",
+        "saved": f"{SAVED_DIR}/lesson_{name[:2]}.py",
     }
 
 

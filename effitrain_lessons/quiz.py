@@ -1,0 +1,78 @@
+"""A lesson's self-check quiz: multiple-choice questions answered with immediate feedback.
+
+The questions are written in the lesson (`quiz(Question(...), ...)` in a cell), so each edition
+asks them in its own language. Nothing is graded: a learner checks their own understanding before
+the graded exercises. Where widgets cannot run (a static viewer, a script), the quiz prints as text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+WORDS = {"check": "Check", "right": "Right.", "wrong": "Not quite: try another answer.", "pick": "Pick an answer first."}
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: `answer` is the index of the right choice, `why` the sentence shown once it is found."""
+
+    prompt: str
+    choices: Sequence[str]
+    answer: int
+    why: str
+
+    def __post_init__(self) -> None:
+        if len(self.choices) < 2:
+            raise ValueError(f"A question needs at least two choices, got {len(self.choices)}: {self.prompt!r}.")
+        if not isinstance(self.answer, int) or not 0 <= self.answer < len(self.choices):
+            raise ValueError(f"answer must be the index of a choice, 0 to {len(self.choices) - 1}, got {self.answer!r}.")
+
+    def feedback(self, choice: int | None) -> str:
+        """What the learner reads after checking `choice` (an index, or None for no answer)."""
+        if choice is None:
+            return WORDS["pick"]
+        return f"{WORDS['right']} {self.why}" if choice == self.answer else WORDS["wrong"]
+
+    def text(self, number: int) -> str:
+        lines = [f"{number}. {self.prompt}"]
+        lines += [f"   {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(self.choices)]
+        return "\n".join(lines)
+
+
+def _inline_code(text: str) -> str:
+    """`code` in a prompt or choice, as the lesson's markdown writes it, rendered as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def quiz(*questions: Question):
+    """Show `questions` as radio buttons, each with a Check button and its feedback.
+
+    Returns the widget (a cell that ends with `quiz(...)` displays it); its plain-text form, shown
+    where widgets cannot run, lists the questions and their choices.
+    """
+    if not questions or not all(isinstance(q, Question) for q in questions):
+        raise TypeError("quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...')).")
+    import ipywidgets as widgets
+
+    class Quiz(widgets.VBox):
+        def __repr__(self) -> str:
+            return "\n\n".join(q.text(i) for i, q in enumerate(questions, 1))
+
+    items = []
+    for number, question in enumerate(questions, 1):
+        options = [(f"{chr(ord('a') + i)}) {choice.replace('`', '')}", i) for i, choice in enumerate(question.choices)]
+        choice = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
+        button = widgets.Button(description=WORDS["check"])
+        result = widgets.HTML()
+
+        def check(_button, question=question, choice=choice, result=result) -> None:
+            colour = "#1a7f37" if choice.value == question.answer else "#cf222e"
+            result.value = f"<span style='color: {colour}'>{_inline_code(question.feedback(choice.value))}</span>"
+
+        button.on_click(check)
+        prompt = widgets.HTML(f"<b>{number}.</b> {_inline_code(question.prompt)}")
+        items.append(widgets.VBox([prompt, choice, widgets.HBox([button, result])]))
+    return Quiz(items)

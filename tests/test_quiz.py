@@ -1,0 +1,60 @@
+"""The self-check quiz and the public checks' comparison with a measurement."""
+
+import pytest
+
+from effitrain_lessons.checks import check_prediction
+from effitrain_lessons.quiz import Question, quiz
+
+ADD = Question("What is `2 + 2`?", ["3", "`4`", "5"], answer=1, why="Two and two make four.")
+
+
+def parts(widget, number):
+    box = widget.children[number]
+    prompt, choice, row = box.children
+    button, result = row.children
+    return prompt, choice, button, result
+
+
+def test_checking_an_answer_says_right_with_the_reason_or_not_quite_without_it():
+    widget = quiz(ADD, Question("Pick b.", ["a", "b"], answer=1, why="It is b."))
+    prompt, choice, button, result = parts(widget, 0)
+    assert "<code>2 + 2</code>" in prompt.value and choice.options[1] == ("b) 4", 1)
+    button.click()
+    assert "Pick an answer first." in result.value
+    choice.value = 0
+    button.click()
+    assert "Not quite" in result.value and "four" not in result.value
+    choice.value = 1
+    button.click()
+    assert "Right. Two and two make four." in result.value
+    assert "Pick an answer" in (parts(widget, 1)[2].click() or parts(widget, 1)[3].value)  # each question its own
+
+
+def test_the_quiz_prints_as_text_where_widgets_cannot_run():
+    assert repr(quiz(ADD)) == "1. What is `2 + 2`?\n   a) 3\n   b) `4`\n   c) 5"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(choices=["only"], answer=0), "at least two choices"),
+    (dict(choices=["a", "b"], answer=2), "index of a choice, 0 to 1"),
+])
+def test_a_malformed_question_is_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Question("?", why="", **kwargs)
+    with pytest.raises(TypeError, match="quiz takes Question"):
+        quiz("What?")
+
+
+def test_a_prediction_is_compared_with_the_measurement():
+    check_prediction("tensor_bytes", 65_536, 65_536)
+    check_prediction("ratio", 1.30, 1.333, rel=0.05)
+    with pytest.raises(AssertionError, match=r"You predicted tensor_bytes = 16,384; the measurement is 65,536\. 4 bytes"):
+        check_prediction("tensor_bytes", 16_384, 65_536, why="4 bytes per float32.")
+    with pytest.raises(AssertionError, match="still `...`"):
+        check_prediction("tensor_bytes", ..., 65_536)
+    with pytest.raises(AssertionError, match="should be a whole number, like 65,536; it is 65536.0"):
+        check_prediction("tensor_bytes", 65536.0, 65_536)
+    with pytest.raises(AssertionError, match="should be a number"):
+        check_prediction("tensor_bytes", "65536", 65_536)
+    with pytest.raises(AssertionError, match=r"You predicted recomputed = \{'mm': 1\}; the measurement is \{'mm': 0\}"):
+        check_prediction("recomputed", {"mm": 1}, {"mm": 0})

@@ -1,0 +1,32 @@
+"""The one table every result prints itself with, and the one argument check."""
+
+import pytest
+
+from effitrain_lessons.arguments import whole_numbers
+from effitrain_lessons.tables import Table
+
+
+def test_a_table_aligns_its_columns_and_keeps_its_notes():
+    table = Table(["run", "syncs"], [["data parallel", 112], ["K = 8", 15]], title="2 processes", notes=["a note"])
+    lines = str(table).splitlines()
+    assert lines[0] == "2 processes"
+    assert lines[1] == "run            syncs" and lines[2] == "-------------  -----"
+    assert lines[3] == "data parallel  112" and lines[4] == "K = 8          15"
+    assert lines[-2:] == ["", "a note"]
+
+
+def test_a_table_escapes_html_and_refuses_ragged_rows():
+    html = Table(["a<b"], [["<script>"]], title="t&t")._repr_html_()
+    assert "&lt;script&gt;" in html and "<th>a&lt;b</th>" in html and "<caption>t&amp;t</caption>" in html
+    with pytest.raises(ValueError, match="A row has 1 cells for 2 columns"):
+        Table(["a", "b"], [[1]])
+
+
+@pytest.mark.parametrize("value", [0, -3, 1.5, True, "8", None])
+def test_whole_numbers_refuses_what_is_not_a_count(value):
+    with pytest.raises(ValueError, match=f"steps must be a whole number of at least 1, got {value!r}."):
+        whole_numbers(batch=8, steps=value)
+
+
+def test_whole_numbers_accepts_counts():
+    assert whole_numbers(batch=1, steps=10**6) is None
