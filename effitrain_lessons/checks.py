@@ -153,23 +153,24 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
     """The comparison a public test makes: raise a sentence saying what was predicted and what was
     measured (and `why`, the rule behind the measurement) when they differ.
 
-    Numbers may differ by `rel` of the measurement (0: exactly). A learner who has not answered yet
-    (`...`) is told to replace it.
+    Numbers may differ by `rel` of the measurement (0: exactly). Types are compared strictly (an
+    object can claim any class and equal anything). A learner who has not answered yet (`...`) is
+    told to replace it.
     """
     if predicted is Ellipsis:
         raise AssertionError(f"{name} is still `...`: replace it with your prediction.")
-    if isinstance(measured, int | float) and not isinstance(measured, bool):
-        if not isinstance(predicted, int | float) or isinstance(predicted, bool):
+    if type(measured) in (int, float):
+        if type(predicted) not in (int, float):
             raise AssertionError(f"{name} should be a number, like {_show(measured)}; it is {type(predicted).__name__}.")
-        if isinstance(measured, int) and not isinstance(predicted, int):
+        if type(measured) is int and type(predicted) is not int:
             raise AssertionError(f"{name} should be a whole number, like {_show(measured)}; it is {predicted!r}.")
         same = abs(predicted - measured) <= rel * abs(measured)
     else:
-        same = predicted == measured
+        same = type(predicted) is type(measured) and predicted == measured
     if not same:
         raise AssertionError(" ".join(filter(None, [
             f"You predicted {name} = {_show(predicted)}; the measurement is {_show(measured)}.", why])))
 
 
 def _show(value) -> str:
-    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+    return f"{value:,}" if type(value) is int else repr(value)

@@ -58,3 +58,17 @@ def test_a_prediction_is_compared_with_the_measurement():
         check_prediction("tensor_bytes", "65536", 65_536)
     with pytest.raises(AssertionError, match=r"You predicted recomputed = \{'mm': 1\}; the measurement is \{'mm': 0\}"):
         check_prediction("recomputed", {"mm": 1}, {"mm": 0})
+
+
+def test_a_prediction_that_only_claims_to_be_a_number_fails():
+    class Claims:
+        __class__ = property(lambda self: int)
+        def __eq__(self, other): return True
+        def __sub__(self, other): return self
+        def __abs__(self): return 0
+        def __repr__(self): return "Claims()"
+
+    with pytest.raises(AssertionError, match="should be a number"):
+        check_prediction("tensor_bytes", Claims(), 65_536)
+    with pytest.raises(AssertionError, match="You predicted recomputed = Claims"):
+        check_prediction("recomputed", Claims(), {"mm": 0})
