@@ -16,6 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, Patch
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
+from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.checkpointing import SegmentSweep, StepTrace, chen_flops_ratio, chen_memory
 from effitrain_lessons.memory import TrainingMemory, format_bytes
 
@@ -388,3 +389,51 @@ def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4)
     box = widgets.VBox([widgets.HBox([slider, menu]), status])
     display(box)
     return box
+
+
+def _memory_over_step(n_layers: int, segments: int) -> list[tuple[str, int]]:
+    """(phase, activations held in layers' worth) after each layer computation of one step; a
+    phase is "forward", "recompute" or "backward". One segment is the plain step."""
+    size = n_layers // segments
+    timeline = []
+    for layer in range(1, n_layers + 1):  # forward: a checkpointed step keeps only segment inputs
+        segment_inputs = -(-layer // size)
+        timeline.append(("forward", layer if segments == 1 else segment_inputs + 1))
+    for segment in range(segments, 0, -1):
+        held = segment - 1 if segments > 1 else 0  # inputs of the earlier segments
+        if segments > 1:
+            timeline += [("recompute", held + 1 + r) for r in range(1, size + 1)]
+        timeline += [("backward", held + r) for r in range(size - 1, -1, -1)]
+    return timeline
+
+
+def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
+    """A drawn (not measured) picture of one training step: activations held over time, without
+    checkpointing and with the layers cut into `segments` checkpointed segments. Used by lesson 1.
+
+    Without, memory climbs with every layer of the forward pass and falls in the backward pass.
+    With, the forward pass keeps only each segment's input; the backward pass recomputes one segment
+    at a time (orange), so the peak is about n/k + k and the step is one forward pass longer."""
+    whole_numbers(n_layers=n_layers, segments=segments)
+    if segments < 2 or n_layers % segments:
+        raise ValueError(f"segments must divide n_layers and be at least 2, got {segments} for {n_layers} layers.")
+    colours = {"forward": "#4c72b0", "recompute": STATUS_COLOURS["recomputed"], "backward": STATUS_COLOURS["stored"]}
+    cases = {"without checkpointing": 1, f"checkpointing, {segments} segments": segments}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True, layout="constrained")
+    longest = 2 * n_layers + n_layers
+    for ax, (title, k) in zip(axes, cases.items()):
+        timeline = _memory_over_step(n_layers, k)
+        for t, (phase, held) in enumerate(timeline):
+            ax.bar(t + 0.5, held, width=1.0, color=colours[phase], edgecolor="white", linewidth=0.5)
+        peak = max(held for _, held in timeline)
+        ax.axhline(peak, color="#333333", lw=0.8, ls=":")
+        ax.text(len(timeline), peak, f"peak {peak}", ha="right", va="bottom", fontsize=9)
+        ax.set_xlim(0, longest)
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel(f"time: layer computations ({len(timeline)} in this step)")
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0].set_ylabel("activations held (layers' worth)")
+    handles = [Patch(color=c, label=phase) for phase, c in colours.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
+    fig.suptitle(f"A drawing, not a measurement: {n_layers} layers, one step", fontsize=10)
+    return _finish(fig)

@@ -391,3 +391,42 @@ def test_selective_can_keep_more_than_no_checkpointing():
     plain = ckpt.trace_step(ckpt.two_matmuls, inputs)
     assert plain.kept_bytes == 32 * 128 * FLOAT32  # relu's output
     assert kept.kept_bytes == (32 * 128 + 32 * 64) * FLOAT32 > plain.kept_bytes
+
+
+def test_lesson_01_public_check_compares_predictions_with_the_measurement():
+    from torch.utils.checkpoint import CheckpointPolicy
+
+    from effitrain_lessons.checks import Notebook
+    from effitrain_lessons.course.lessons import ROOT, edition_paths
+
+    grader = Notebook(str(ROOT / edition_paths("01_checkpointing_first_principles")["learner"]))
+    inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0)
+
+    def keep_matmuls(ctx, op, *args, **kwargs):
+        return CheckpointPolicy.MUST_SAVE if op == torch.ops.aten.mm.default else CheckpointPolicy.PREFER_RECOMPUTE
+
+    env = {"matmul_inputs": inputs, "plain_matmuls": ckpt.trace_step(ckpt.two_matmuls, inputs), "keep_matmuls": keep_matmuls,
+           "predicted_recomputations": {"mm": 0, "relu": 1}, "predicted_kept_bytes": (32 * 128 + 32 * 64) * 4}
+    assert grader.check("q_keep_matmuls", env).passed
+    wrong = repr(grader.check("q_keep_matmuls", {**env, "predicted_recomputations": {"mm": 1, "relu": 1},
+                                                 "predicted_kept_bytes": 32 * 128 * 4}))
+    assert "1 of 4 public tests failed" in wrong
+    assert "You predicted predicted_recomputations = {'mm': 1, 'relu': 1}; the measurement is {'mm': 0, 'relu': 1}." in wrong
+    only_bytes = repr(grader.check("q_keep_matmuls", {**env, "predicted_kept_bytes": 32 * 128 * 4}))
+    assert "You predicted predicted_kept_bytes = 16,384; the measurement is 24,576." in only_bytes
+    recompute_all = repr(grader.check("q_keep_matmuls", {**env, "keep_matmuls": lambda ctx, op, *a, **k: CheckpointPolicy.PREFER_RECOMPUTE}))
+    assert "keep the mm outputs" in recompute_all and "with your policy the backward pass recomputed {'mm': 1, 'relu': 1}" in recompute_all
+
+
+@pytest.mark.parametrize("n_layers, segments", [(12, 3), (36, 6), (16, 4)])
+def test_the_drawn_step_peaks_at_n_without_and_n_over_k_plus_k_with_checkpointing(n_layers, segments):
+    from effitrain_lessons import viz
+
+    plain, checkpointed = viz._memory_over_step(n_layers, 1), viz._memory_over_step(n_layers, segments)
+    assert max(held for _, held in plain) == n_layers and len(plain) == 2 * n_layers
+    assert max(held for _, held in checkpointed) == n_layers // segments + segments
+    assert len(checkpointed) == 3 * n_layers  # one extra forward pass, drawn as recomputation
+    assert sum(phase == "recompute" for phase, _ in checkpointed) == n_layers
+    assert viz.draw_checkpointing_memory(n_layers, segments).axes
+    with pytest.raises(ValueError, match="segments must divide n_layers"):
+        viz.draw_checkpointing_memory(12, 5)

@@ -6,6 +6,7 @@ material (autograder/). nbval runs every edition top to bottom; these tests chec
 """
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -25,6 +26,14 @@ SAMPLE = "00_start_here"  # the orientation lesson: its exercise needs no earlie
 EDITIONS = [(name, kind) for name in LESSONS for kind in ("learner", "solution")]
 MACHINE_PATHS = ("/root/", "/tmp/", "/work/", "/home/", "C:\\\\")
 SOLUTION_TAG, ANSWER_TAG = "otter_assign_solution_cell", "otter_answer_cell"
+
+
+def RIGHT_BYTES(shape, dtype):  # lesson 00's exercise, solved
+    return math.prod(shape) * dtype.itemsize
+
+
+def FLOAT32_ONLY_BYTES(shape, dtype):  # right for the public case, wrong for the hidden dtypes
+    return math.prod(shape) * 4
 
 
 def read(name: str, kind: str) -> dict:
@@ -50,7 +59,7 @@ def test_the_check_reports_a_modified_a_missing_and_an_extra_file(tmp_path):
         shutil.copytree(ROOT / folder, tmp_path / folder, ignore=shutil.ignore_patterns(".OTTER_LOG", ".ipynb_checkpoints"))
     paths = editions.edition_paths(SAMPLE)
     learner = tmp_path / paths["learner"]
-    learner.write_text(learner.read_text(encoding="utf-8").replace("tensor_bytes = ...", "tensor_bytes = 1"), encoding="utf-8")
+    learner.write_text(learner.read_text(encoding="utf-8").replace("def tensor_bytes(shape, dtype):", "def tensor_bytes(shape, dtype):  # edited"), encoding="utf-8")
     hidden_tests = sorted((tmp_path / paths["autograder"] / "tests").glob("*.py"))
     hidden_tests[0].unlink()
     (tmp_path / paths["autograder"] / "stray.txt").write_text("left over\n")
@@ -150,7 +159,7 @@ def test_learner_edition_has_no_solutions_and_no_hidden_tests(name):
         if case["hidden"]
     ]
     if name == SAMPLE:
-        assert "tensor_bytes = 8 * 32 * 64 * 4" in solutions and hidden
+        assert "return math.prod(shape) * dtype.itemsize" in solutions and hidden
     # Lines the lesson also shows outside its solutions (the slide's code, say) are not leaks.
     shown = "\n".join(
         source(cell) for cell in solution["cells"] if SOLUTION_TAG not in cell["metadata"].get("tags", [])
@@ -247,11 +256,10 @@ def test_autograder_material_holds_the_hidden_test(tmp_path):
     test_file = folder / "tests" / "q_bytes.py"
     test = create_test_file(str(test_file), NBMetadataConfig())
     assert any(case.hidden for case in test.test_cases)
-    right, wrong_but_an_int = {"tensor_bytes": 8 * 32 * 64 * 4}, {"tensor_bytes": 8 * 32 * 64}
-    test.run(right)
+    test.run({"tensor_bytes": RIGHT_BYTES})
     assert test.passed_all
     test = create_test_file(str(test_file), NBMetadataConfig())
-    test.run(wrong_but_an_int)
+    test.run({"tensor_bytes": FLOAT32_ONLY_BYTES})
     assert test.passed_all_public and not test.passed_all  # only the hidden test catches it
 
     # Packed for `otter grade -a` / Gradescope: same folder, same bytes.
@@ -268,7 +276,7 @@ def test_where_the_notebook_is_not_on_disk_the_checks_use_the_installed_lesson(t
     assert grader.path == checks.installed_lessons() / f"{SAMPLE}.ipynb"
     assert grader.path.read_bytes() == (ROOT / editions.edition_paths(SAMPLE)["learner"]).read_bytes()
     assert not any(case.hidden for case in grader.tests["q_bytes"])  # the learner edition's tests only
-    assert grader.check("q_bytes", {"tensor_bytes": 8 * 32 * 64 * 4}).passed
+    assert grader.check("q_bytes", {"tensor_bytes": RIGHT_BYTES}).passed
     assert not grader.check("q_bytes", {"tensor_bytes": 8.0}).passed
     with pytest.raises(FileNotFoundError, match="effitrain lab"):
         checks.Notebook("99_no_such_lesson.ipynb")
@@ -315,3 +323,13 @@ def test_saved_cells_become_the_lessons_module_in_order():
 def test_a_saved_cell_must_be_plain_python_outside_questions(cells, message):
     with pytest.raises(ValueError, match=message):
         editions.saved_module("07_shapes", {"cells": cells})
+
+
+def test_a_wrong_answer_fails_the_public_check_with_what_was_measured():
+    grader = checks.Notebook(str(ROOT / editions.edition_paths(SAMPLE)["learner"]))
+    elements_only = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: math.prod(shape)}))
+    assert "1 of 1 public tests failed" in elements_only
+    assert "You predicted tensor_bytes((8, 32, 64), torch.float32) = 16,384; the measurement is 65,536." in elements_only
+    assert "a float32 takes 4 bytes" in elements_only
+    unanswered = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: None}))
+    assert "should be a number, like 65,536; it is NoneType" in unanswered

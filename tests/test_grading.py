@@ -178,8 +178,8 @@ def test_each_questions_marked_cells_are_enough(name, question):
 # A hostile and broken class folder
 
 
-RIGHT_00 = "tensor_bytes = 8 * 32 * 64 * 4\n"
-PARTIAL_00 = "tensor_bytes = 7\n"  # an int: passes the public test only
+RIGHT_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize\n"
+PARTIAL_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 4\n"  # float32 only: passes the public test only
 WRONG_00 = "tensor_bytes = 7.0\n"  # passes nothing
 WRONG_01 = "def checkpointed_block(x):\n    return block(x)\n"
 EVERYTHING = '''
