@@ -38,8 +38,12 @@ class Question:
 
     def text(self, number: int) -> str:
         lines = [f"{number}. {self.prompt}"]
-        lines += [f"   {chr(ord('a') + i)}) {choice}" for i, choice in enumerate(self.choices)]
+        lines += [f"   {_letter(i)}) {choice}" for i, choice in enumerate(self.choices)]
         return "\n".join(lines)
+
+
+def _letter(index: int) -> str:
+    return chr(ord("a") + index)
 
 
 def _inline_code(text: str) -> str:
@@ -63,14 +67,15 @@ def quiz(*questions: Question):
 
     items = []
     for number, question in enumerate(questions, 1):
-        options = [(f"{chr(ord('a') + i)}) {choice.replace('`', '')}", i) for i, choice in enumerate(question.choices)]
+        options = [(f"{_letter(i)}) {choice.replace('`', '')}", i) for i, choice in enumerate(question.choices)]
         choice = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
         button = widgets.Button(description=WORDS["check"])
         result = widgets.HTML()
 
         def check(_button, question=question, choice=choice, result=result) -> None:
             colour = "#1a7f37" if choice.value == question.answer else "#cf222e"
-            result.value = f"<span style='color: {colour}'>{_inline_code(question.feedback(choice.value))}</span>"
+            picked = "" if choice.value is None else f"{_letter(choice.value)}) "  # which click this answers
+            result.value = f"<span style='color: {colour}'>{picked}{_inline_code(question.feedback(choice.value))}</span>"
 
         button.on_click(check)
         prompt = widgets.HTML(f"<b>{number}.</b> {_inline_code(question.prompt)}")

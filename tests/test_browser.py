@@ -340,7 +340,29 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         status.wait_for(timeout=60_000)
         assert "3 processes" in status.text_content()
         cell.screenshot(path=str(ARTIFACTS / name.replace(".ipynb", "-after-widget.png")))
+    _answer_the_quiz(page, name)
     lab.shut_down_kernels()
+
+
+def _answer_the_quiz(page, name: str) -> None:
+    """Every lesson has a quiz: a wrong choice says "Not quite", the right one says "Right." and why."""
+    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").filter(has=page.locator(".widget-radio-box")).first
+    question = cell.locator(".widget-vbox .widget-vbox").first
+    choices = question.locator(".widget-radio-box label")
+    assert choices.count() >= 2, f"{name}: the quiz shows no choices"
+    feedback = question.locator(".widget-html").last
+    for index in range(choices.count()):
+        choices.nth(index).click()
+        question.get_by_role("button", name="Check").click()
+        letter = chr(ord("a") + index)
+        page.wait_for_function("([element, letter]) => element.textContent.trim().startsWith(letter + ')')",
+                               arg=[feedback.element_handle(), letter], timeout=10_000)
+        if "Right." in feedback.text_content():
+            break
+        assert "Not quite" in feedback.text_content(), feedback.text_content()
+    else:
+        raise AssertionError(f"{name}: no choice of the quiz's first question was right")
+    cell.screenshot(path=str(ARTIFACTS / name.replace(".ipynb", "-quiz.png")))
 
 
 def test_a_lesson_that_raises_fails(lab, page):

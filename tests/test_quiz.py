@@ -23,10 +23,10 @@ def test_checking_an_answer_says_right_with_the_reason_or_not_quite_without_it()
     assert "Pick an answer first." in result.value
     choice.value = 0
     button.click()
-    assert "Not quite" in result.value and "four" not in result.value
+    assert "a) Not quite" in result.value and "four" not in result.value
     choice.value = 1
     button.click()
-    assert "Right. Two and two make four." in result.value
+    assert "b) Right. Two and two make four." in result.value
     assert "Pick an answer" in (parts(widget, 1)[2].click() or parts(widget, 1)[3].value)  # each question its own
 
 
