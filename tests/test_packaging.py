@@ -31,6 +31,13 @@ def test_the_wheel_carries_the_learner_editions_as_they_are_committed(wheel):
         assert wheel.read(f"effitrain_lessons/notebooks/{name}") == (ROOT / "notebooks" / name).read_bytes()
 
 
+def test_the_wheel_carries_the_code_the_lessons_save_for_launchers(wheel):
+    saved = sorted((ROOT / "effitrain_lessons" / "lesson_code").glob("*.py"))
+    assert "__init__.py" in {path.name for path in saved}
+    for path in saved:
+        assert wheel.read(f"effitrain_lessons/lesson_code/{path.name}") == path.read_bytes()
+
+
 def test_the_wheel_holds_no_solution_and_no_hidden_test(wheel):
     names = wheel.namelist()
     assert not [n for n in names if "solutions" in n or n.startswith(("autograder", "lessons/", "tests/"))]
