@@ -81,3 +81,12 @@ def quiz(*questions: Question):
         prompt = widgets.HTML(f"<b>{number}.</b> {_inline_code(question.prompt)}")
         items.append(widgets.VBox([prompt, choice, widgets.HBox([button, result])]))
     return Quiz(items)
+
+
+def lesson_quiz(lesson: str):
+    """The quiz of lesson `lesson` ("00" to "04"), as `quiz` shows it."""
+    from effitrain_lessons.quizzes import QUIZZES
+
+    if lesson not in QUIZZES:
+        raise ValueError(f"There is no quiz for lesson {lesson!r}; there are quizzes for {', '.join(sorted(QUIZZES))}.")
+    return quiz(*QUIZZES[lesson])

@@ -72,3 +72,12 @@ def test_a_prediction_that_only_claims_to_be_a_number_fails():
         check_prediction("tensor_bytes", Claims(), 65_536)
     with pytest.raises(AssertionError, match="You predicted recomputed = Claims"):
         check_prediction("recomputed", Claims(), {"mm": 0})
+
+
+def test_a_lesson_quiz_comes_from_the_package_and_an_unknown_lesson_is_named():
+    from effitrain_lessons.quiz import lesson_quiz
+    from effitrain_lessons.quizzes import QUIZZES
+
+    assert len(lesson_quiz("01").children) == len(QUIZZES["01"]) >= 3
+    with pytest.raises(ValueError, match="There is no quiz for lesson '99'; there are quizzes for 00, 01"):
+        lesson_quiz("99")
