@@ -490,6 +490,20 @@ class SegmentSweep:
             f"FLOPs x{self.flops_ratio(k):.3f}, time x{self.seconds_ratio(k):.2f}"
         )
 
+    def table(self) -> Table:
+        """Every measured k, relative to k = 1, and which k kept the least against sqrt(n)."""
+        rows = [(k, format_bytes(self.row(k).kept_bytes), f"{self.memory_ratio(k):.0%}", f"x{self.flops_ratio(k):.3f}",
+                 f"x{self.seconds_ratio(k):.2f}") for k in self.ks]
+        notes = [f"least memory at k = {self.best_k}; sqrt(n) = {self.sqrt_n:g} for n = {self.n_blocks} blocks",
+                 "FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps"]
+        return Table(["segments k", "kept for backward", "of k = 1", "FLOPs", "time"], rows, notes=notes)
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
 
 def chen_memory(n_blocks: int, k: float) -> float:
     """Activations kept with k segments, in block activations: the k - 1 segment inputs checkpoint
