@@ -19,6 +19,16 @@ test = {   'name': 'q_checkpoint_block',
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.checkpointing import trace_step\n'
+                                               ">>> assert type(checkpointed_block(x_block)) is torch.Tensor, 'checkpointed_block(x) should return a tensor'\n"
+                                               ">>> want = trace_step(block, {'x': x_block}).gradients\n"
+                                               ">>> got = trace_step(checkpointed_block, {'x': x_block}, parameters=block)\n"
+                                               ">>> assert sum(got.recomputed.values()) > 0, 'nothing ran again during the backward pass: run the block inside checkpoint(...)'\n"
+                                               '>>> for name in want:\n'
+                                               '...     torch.testing.assert_close(got.gradients[name], want[name], msg=f"the gradient of {name} is not the plain block\'s")\n',
+                                       'hidden': False,
+                                       'locked': False},
+                                   {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.checkpointing import trace_step\n'
                                                '>>> assert type(checkpointed_block(x_block)) is torch.Tensor\n'
                                                '>>> x_test = torch.randn(16, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)\n'
                                                ">>> want = trace_step(block, {'x': x_test}).gradients\n"
