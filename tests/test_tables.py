@@ -1,8 +1,10 @@
-"""The one table every result prints itself with, and the one argument check."""
+"""The one table every result prints itself with, the one argument check, and command lines built from configs."""
+
+import dataclasses
 
 import pytest
 
-from effitrain_lessons.arguments import whole_numbers
+from effitrain_lessons.arguments import command_line, whole_numbers
 from effitrain_lessons.tables import Table
 
 
@@ -30,3 +32,24 @@ def test_whole_numbers_refuses_what_is_not_a_count(value):
 
 def test_whole_numbers_accepts_counts():
     assert whole_numbers(batch=1, steps=10**6) is None
+
+
+@dataclasses.dataclass
+class Config:
+    batch_size: int = 16
+    learning_rate: float | None = None
+    mode: str = dataclasses.field(default="ddp", metadata={"choices": ("ddp", "local_sgd"), "help": "how to synchronize"})
+    checkpointing: bool = True
+
+
+def test_a_command_line_is_built_from_a_config_dataclass():
+    assert command_line(Config, []) == Config()
+    parsed = command_line(Config, ["--batch-size", "8", "--learning-rate", "0.5", "--mode", "local_sgd", "--no-checkpointing"])
+    assert parsed == Config(batch_size=8, learning_rate=0.5, mode="local_sgd", checkpointing=False)
+
+
+def test_the_command_line_refuses_what_the_config_does_not_allow(capsys):
+    for argv in (["--mode", "gossip"], ["--batch-size", "eight"], ["--steps", "3"]):
+        with pytest.raises(SystemExit):
+            command_line(Config, argv, prog="train")
+    assert "invalid choice: 'gossip'" in capsys.readouterr().err
