@@ -66,7 +66,7 @@ def fresh_model(model_name: str = TINY, seed: int = 0):
 
     torch.manual_seed(seed)
     if model_name == TINY:
-        model = tiny_bert(num_hidden_layers=FINE_TUNING_LAYERS, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        model = tiny_bert(num_hidden_layers=FINE_TUNING_LAYERS, dropout=False)
     else:
         model = load(model_name)
     model.accepts_loss_kwargs = False

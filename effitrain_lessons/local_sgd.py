@@ -309,6 +309,7 @@ def _free_port() -> int:
 def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int) -> None:
     log = open(Path(folder) / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
     sys.stdout = sys.stderr = log
+    os.dup2(log.fileno(), 2)  # torch's C++ warnings too: they belong in the log, not under the notebook's cell
     os.environ.update(
         RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size),
         MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
@@ -341,7 +342,7 @@ def _preload() -> None:
     from effitrain_lessons.models import tiny_bert  # noqa: F401  (transformers' BERT)
 
 
-def _start(job, num_processes: int, timeout: float) -> list[list[dict]]:
+def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
     """Fork `num_processes` workers that each run `job()` (returning a list of report dicts) and
     collect what each returned; stop them all on failure or timeout."""
     if not can_fork():
@@ -399,7 +400,7 @@ def launch(configs: list[RunConfig], num_processes: int = 2, timeout: float = 30
     def job() -> list[dict]:
         return [asdict(train_process(config, splits)) for config in configs]
 
-    per_rank = _start(job, num_processes, timeout)
+    per_rank = start_workers(job, num_processes, timeout)
     return [[ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))]
 
 
@@ -448,7 +449,7 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
         report.final_fingerprint = fingerprint(model)
         return [asdict(report)]
 
-    per_rank = _start(job, num_processes, timeout)
+    per_rank = start_workers(job, num_processes, timeout)
     return [ProcessReport(**per_rank[rank][0]) for rank in range(num_processes)]
 
 

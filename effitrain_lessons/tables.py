@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Table:
     """Rows under named columns; `notes` are lines shown under the table (totals, legends)."""
 
@@ -35,6 +35,9 @@ class Table:
         if self.notes:
             lines += ["", *self.notes]
         return "\n".join(lines)
+
+    def __repr__(self) -> str:  # a cell that ends with a Table shows the text where HTML cannot show
+        return str(self)
 
     def _repr_html_(self) -> str:
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""

@@ -1,91 +1,137 @@
-"""Lesson 3: slide 6's Accelerator loop, made complete, as a module that runs anywhere.
+"""Lesson 3: slide 6's Accelerator loop, watched from outside, and run as a module anywhere.
 
-The same code runs in the notebook (`train_loop.run(LoopConfig(...))`), as a script on a CPU
-(`python -m effitrain_lessons.train_loop --cpu`), and unchanged on one or many GPUs and machines:
+The loop itself is `train(...)`, which lesson 03 writes in a `#@save` cell; the build copies it into
+`effitrain_lessons/lesson_code/lesson_03.py`, and this module runs that copy, so the notebook, a CPU
+script and a launch on many GPUs and machines all run the learner's loop:
 
+    python -m effitrain_lessons.train_loop --cpu
     accelerate launch --num_processes 8 -m effitrain_lessons.train_loop --epochs 3
     torchrun --nproc_per_node 8 -m effitrain_lessons.train_loop --epochs 3
 
-Accelerate reads the launcher's environment (ranks, world size, master address) and shards the
-data; the loop itself does not change. Each process prints its rank, `distributed_type` and
-`num_processes` at the start, so a run that silently fell back to one process shows it.
+`watch_training(model)` measures a run without a line in the loop: a forward hook on the model
+reads each micro-batch's loss, and a global optimizer-step hook marks each optimizer step and its
+learning rate. Each process prints its rank, `distributed_type` and `num_processes` before it trains,
+so a launch that silently fell back to one process shows it.
 """
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import json
 import math
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
+
+from effitrain_lessons.arguments import command_line, whole_numbers
+from effitrain_lessons.tables import Table
 
 SIZINGS = ("optimizer", "slide")
 
 
 @dataclass
 class LoopConfig:
-    """Everything the loop needs; the defaults are the course recipe on the bundled data."""
+    """The module's settings, each written once: `--model`, `--epochs`, ... are built from these fields."""
 
-    model_name: str = "tiny"  # or a hub name such as "bert-base-uncased" (needs a network)
-    source: str = "bundled"  # or "hub" for GLUE MRPC
+    model: str = field(default="tiny", metadata={"help": '"tiny" (offline) or a hub model such as bert-base-uncased'})
+    source: str = field(default="bundled", metadata={"choices": ("bundled", "hub"), "help": "the data"})
     epochs: int = 2
-    batch_size: int = 16  # per process and micro-batch
-    accumulation: int = 2  # slide 6: Accelerator(gradient_accumulation_steps=2)
-    learning_rate: float | None = None  # None: 1e-3 for the tiny BERT, 2e-5 for a pretrained hub model
-    warmup_ratio: float = 0.1
-    checkpointing: bool = True
-    scheduler_sizing: str = "optimizer"  # "optimizer": ceil(len / accumulation) * epochs; "slide": len * epochs
-    train_rows: int | None = None  # use only the first rows of the training split (quick runs)
+    batch_size: int = field(default=16, metadata={"help": "per process and micro-batch"})
+    accumulation: int = field(default=2, metadata={"help": "micro-batches per optimizer step (slide 6: 2)"})
+    learning_rate: float | None = field(default=None, metadata={"help": "1e-3 for tiny, 2e-5 for a hub model if not given"})
+    checkpointing: bool = field(default=True, metadata={"help": "activation checkpointing"})
+    train_rows: int | None = field(default=None, metadata={"help": "train on the first rows only"})
     seed: int = 0
-    cpu: bool = False  # force the CPU even where a GPU is present
-    progress: bool = True  # tqdm bars (on the main process only)
+    cpu: bool = field(default=False, metadata={"help": "use the CPU even if a GPU is present"})
+    json: str | None = field(default=None, metadata={"help": "write the main process's measurements to this file"})
 
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting the loop cannot use."""
-        for name in ("epochs", "batch_size", "accumulation"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
-        if self.scheduler_sizing not in SIZINGS:
-            raise ValueError(f"scheduler_sizing must be one of {SIZINGS}, got {self.scheduler_sizing!r}.")
-        if not 0 <= self.warmup_ratio < 1:
-            raise ValueError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio!r}.")
+        whole_numbers(epochs=self.epochs, batch_size=self.batch_size, accumulation=self.accumulation)
         if self.train_rows is not None and self.train_rows < self.batch_size:
             raise ValueError(f"train_rows must be at least one batch ({self.batch_size}), got {self.train_rows}.")
 
 
-@dataclass
-class LoopResult:
-    """What one run of the loop measured (on the main process)."""
+@dataclass(repr=False)
+class TrainingRun:
+    """What `watch_training` saw of one run of a loop (on this process)."""
 
     losses: list[float] = field(default_factory=list)  # mean micro-batch loss of each optimizer step
-    learning_rates: list[float] = field(default_factory=list)  # after each optimizer step
-    scheduler_steps: int = 0  # the length the scheduler was sized to
-    optimizer_steps: int = 0
+    learning_rates: list[float] = field(default_factory=list)  # after each optimizer step (the scheduler's step included)
     micro_batches: int = 0
-    eval_accuracy: float = float("nan")
-    eval_f1: float = float("nan")
-    eval_rows: int = 0  # rows gathered for the metrics: every validation row exactly once
+    optimizer_steps: int = 0
+    eval_rows: int = 0  # rows this process's model saw in eval mode
     seconds: float = 0.0
-    distributed_type: str = ""
-    num_processes: int = 1
-    checkpointing: bool = False
 
-    @property
-    def final_learning_rate(self) -> float:
-        return self.learning_rates[-1] if self.learning_rates else float("nan")
+    def table(self) -> Table:
+        rows = [["optimizer steps", self.optimizer_steps], ["micro-batches", self.micro_batches],
+                ["seconds", f"{self.seconds:.1f}"]]
+        if self.losses:
+            rows += [["loss, first step", f"{self.losses[0]:.4f}"], ["loss, last step", f"{self.losses[-1]:.4f}"],
+                     ["learning rate after the last step", f"{self.learning_rates[-1]:.3g}"]]
+        return Table(["measured", "value"], rows)
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    __repr__ = __str__  # a cell that ends with the run shows its table
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+
+@contextlib.contextmanager
+def watch_training(model: torch.nn.Module) -> Iterator[TrainingRun]:
+    """Watch a training loop run inside the block on `model`, changing nothing in it.
+
+    Every training-mode forward of `model` is a micro-batch (its `.loss` is read); every optimizer
+    step, of any optimizer, ends an optimizer step (its learning rate is read once the scheduler has
+    stepped: at the next optimizer step, or when the block ends). Recomputation by checkpointing
+    runs the layers, never `model` itself, so it is not counted twice.
+    """
+    run, pending, watched = TrainingRun(), [], []
+
+    def forward_hook(module, args, kwargs, output):
+        if module.training and torch.is_grad_enabled():
+            run.micro_batches += 1
+            if getattr(output, "loss", None) is not None:
+                pending.append(output.loss.item())
+        elif not module.training:
+            inputs = kwargs.get("input_ids", args[0] if args else None)
+            run.eval_rows += len(inputs) if inputs is not None else 0
+
+    def step_hook(optimizer, args, kwargs):
+        if watched:  # the learning rate after the previous step's scheduler step
+            run.learning_rates.append(watched[-1].param_groups[0]["lr"])
+        watched.append(optimizer)
+        run.optimizer_steps += 1
+        run.losses.append(sum(pending) / len(pending) if pending else float("nan"))
+        pending.clear()
+
+    handles = [model.register_forward_hook(forward_hook, with_kwargs=True),
+               register_optimizer_step_post_hook(step_hook)]
+    start = time.perf_counter()
+    try:
+        yield run
+    finally:
+        run.seconds = time.perf_counter() - start
+        for handle in handles:
+            handle.remove()
+        if watched:
+            run.learning_rates.append(watched[-1].param_groups[0]["lr"])
 
 
 def scheduler_length(batches_per_epoch: int, accumulation: int, epochs: int, sizing: str = "optimizer") -> int:
-    """How many steps to size the learning-rate scheduler for.
+    """How many steps a learning-rate scheduler is sized for.
 
-    The scheduler steps once per *optimizer* step, and with accumulation there are
-    `ceil(batches / accumulation)` of those per epoch. Slide 6's sizing, `batches * epochs`,
-    counts micro-batches, so the schedule only gets `1 / accumulation` of the way.
+    "optimizer": `ceil(batches / accumulation) * epochs`, the optimizer steps the loop takes.
+    "slide": `batches * epochs`, the micro-batches, as `len(dataloader) * epochs` sizes it (common in
+    training code; the deck does not show its scheduler): the schedule gets `1 / accumulation` of the way.
     """
     if sizing == "optimizer":
         return math.ceil(batches_per_epoch / accumulation) * epochs
@@ -107,10 +153,7 @@ def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epo
     from accelerate import Accelerator
     from transformers import get_linear_schedule_with_warmup
 
-    for name, value in (("length", length), ("batches_per_epoch", batches_per_epoch),
-                        ("accumulation", accumulation), ("epochs", epochs)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+    whole_numbers(length=length, batches_per_epoch=batches_per_epoch, accumulation=accumulation, epochs=epochs)
     accelerator = Accelerator(gradient_accumulation_steps=accumulation, cpu=True)
     model = torch.nn.Linear(1, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
@@ -131,150 +174,73 @@ def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epo
     return rates
 
 
-def _model_and_data(config: LoopConfig):
-    from effitrain_lessons.finetuning import fresh_model, lesson_data
+def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, steps: int = 2) -> str:
+    """Train the 2-layer tiny BERT, checkpointed, under DDP in 2 real processes (gloo, forked) for
+    `steps` steps, and return what rank 0 met: "ok", or the first line of the error. Lesson 3."""
+    whole_numbers(steps=steps)
+    from effitrain_lessons.local_sgd import start_workers
 
-    data = lesson_data(config.model_name, config.source)
-    train = data.splits["train"]
-    if config.train_rows is not None:
-        train = train.select(range(min(config.train_rows, len(train))))
-    return fresh_model(config.model_name, seed=config.seed), train, data.splits["validation"]
+    def job() -> list[dict]:
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel
 
+        from effitrain_lessons.data import tokenized_mrpc
+        from effitrain_lessons.finetuning import fresh_model
 
-def run(config: LoopConfig | None = None, accelerator=None) -> LoopResult:
-    """Train and evaluate with slide 6's loop, completed. Returns what it measured.
+        dist.init_process_group("gloo")
+        model = fresh_model(seed=0)
+        model.config.use_cache = False
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": use_reentrant})
+        model.train()
+        ddp = DistributedDataParallel(model, find_unused_parameters=find_unused_parameters)
+        rows = tokenized_mrpc()["train"][8 * dist.get_rank():8 * dist.get_rank() + 8]
+        try:
+            for _ in range(steps):
+                ddp(**rows).loss.backward()
+            met = "ok"
+        except RuntimeError as error:
+            met = str(error).strip().split(". ")[0].rstrip(".") + "."
+        return [{"met": met}]
 
-    Pass an `Accelerator` to reuse one (its gradient accumulation is set from `config`);
-    otherwise one is created. Accelerate keeps one shared accumulation state per process, so
-    two Accelerators alive at once do not keep different settings.
-    """
-    from accelerate import Accelerator
-    from tqdm.auto import tqdm
-    from transformers import get_linear_schedule_with_warmup
-
-    from effitrain_lessons.metrics import compute_metrics
-
-    config = config or LoopConfig()
-    config.check()
-    if accelerator is None:
-        accelerator = Accelerator(gradient_accumulation_steps=config.accumulation, cpu=config.cpu)
-    else:
-        accelerator.gradient_accumulation_steps = config.accumulation
-    print(
-        f"process {accelerator.process_index} of {accelerator.num_processes}: "
-        f"distributed_type={accelerator.distributed_type.value}, device={accelerator.device}",
-        flush=True,
-    )
-    model, train, validation = _model_and_data(config)
-    if config.checkpointing:
-        model.config.use_cache = False  # BERT keeps no cache; this silences transformers' note
-        model.activation_checkpointing_enable()  # gradient_checkpointing_enable() before transformers 5
-
-    generator = torch.Generator().manual_seed(config.seed)
-    train_loader = DataLoader(train, batch_size=config.batch_size, shuffle=True, generator=generator)
-    eval_loader = DataLoader(validation, batch_size=100)
-    from effitrain_lessons.finetuning import learning_rate_for
-
-    learning_rate = config.learning_rate if config.learning_rate is not None else learning_rate_for(config.model_name)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    # Sized from the dataloader *before* prepare(): the whole data set, whatever the number of processes
-    # (the prepared scheduler steps once per process for each optimizer step).
-    total = scheduler_length(len(train_loader), config.accumulation, config.epochs, config.scheduler_sizing)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
-    model, optimizer, train_loader, eval_loader, scheduler = accelerator.prepare(
-        model, optimizer, train_loader, eval_loader, scheduler
-    )
-
-    result = LoopResult(
-        scheduler_steps=total,
-        distributed_type=accelerator.distributed_type.value,
-        num_processes=accelerator.num_processes,
-        checkpointing=config.checkpointing,
-    )
-    start = time.perf_counter()
-    step_losses: list[float] = []
-    bar = tqdm(total=config.epochs * len(train_loader), desc="training", unit="batch",
-               disable=not (config.progress and accelerator.is_local_main_process))
-    model.train()
-    for _ in range(config.epochs):
-        for batch in train_loader:
-            with accelerator.accumulate(model):
-                loss = model(**batch).loss
-                accelerator.backward(loss)  # divides the loss by the accumulation steps
-                optimizer.step()  # steps only when accumulation is complete
-                scheduler.step()
-                optimizer.zero_grad()
-            result.micro_batches += 1
-            step_losses.append(loss.item())
-            if accelerator.sync_gradients:
-                result.optimizer_steps += 1
-                result.losses.append(sum(step_losses) / len(step_losses))
-                result.learning_rates.append(scheduler.get_last_lr()[0])
-                step_losses.clear()
-                bar.set_postfix(loss=f"{result.losses[-1]:.3f}", lr=f"{result.learning_rates[-1]:.2e}")
-            bar.update()
-    bar.close()
-    result.seconds = time.perf_counter() - start
-
-    model.eval()
-    logits, labels = [], []
-    with torch.no_grad():
-        for batch in eval_loader:
-            outputs = model(**batch)
-            # gather_for_metrics collects every process's predictions and drops the rows the
-            # sampler repeated to give every process the same number of batches.
-            gathered_logits, gathered_labels = accelerator.gather_for_metrics((outputs.logits, batch["labels"]))
-            logits.append(gathered_logits.float().cpu())
-            labels.append(gathered_labels.cpu())
-    metrics = compute_metrics((torch.cat(logits).numpy(), torch.cat(labels).numpy()))
-    result.eval_accuracy, result.eval_f1 = metrics["accuracy"], metrics["f1"]
-    result.eval_rows = sum(len(chunk) for chunk in labels)
-    return result
+    return start_workers(job, num_processes=2, timeout=120)[0][0]["met"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m effitrain_lessons.train_loop",
-        description="Lesson 3's Accelerator loop: fine-tune BERT on MRPC-style data with gradient "
-        "checkpointing and accumulation. Launch with accelerate launch or torchrun for several processes.",
-    )
-    defaults = LoopConfig()
-    parser.add_argument("--model", default=defaults.model_name, help='"tiny" (offline) or a hub model name')
-    parser.add_argument("--source", default=defaults.source, choices=["bundled", "hub"])
-    parser.add_argument("--epochs", type=int, default=defaults.epochs)
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size, help="per process and micro-batch")
-    parser.add_argument("--accumulation", type=int, default=defaults.accumulation)
-    parser.add_argument("--lr", type=float, default=None, help="default: 1e-3 for tiny, 2e-5 for a hub model")
-    parser.add_argument("--no-checkpointing", action="store_true", help="train without activation checkpointing")
-    parser.add_argument("--scheduler-sizing", choices=SIZINGS, default=defaults.scheduler_sizing)
-    parser.add_argument("--train-rows", type=int, default=None, help="train on the first N rows only")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--cpu", action="store_true", help="use the CPU even if a GPU is present")
-    parser.add_argument("--json", default=None, help="write the main process's results to this file")
-    args = parser.parse_args(argv)
-    config = LoopConfig(
-        model_name=args.model, source=args.source, epochs=args.epochs, batch_size=args.batch_size,
-        accumulation=args.accumulation, learning_rate=args.lr, checkpointing=not args.no_checkpointing,
-        scheduler_sizing=args.scheduler_sizing, train_rows=args.train_rows, seed=args.seed, cpu=args.cpu,
-        progress=sys.stderr.isatty(),
-    )
+    """Run lesson 03's loop (its `#@save` cell) with the settings on the command line."""
+    config = command_line(LoopConfig, argv, prog="python -m effitrain_lessons.train_loop",
+                          description="Lesson 03's Accelerator loop: fine-tune BERT on MRPC-style data with activation "
+                                      "checkpointing and accumulation. Launch with accelerate launch or torchrun for "
+                                      "several processes.")
     try:
-        result = run(config)
+        config.check()
+        from accelerate import PartialState
+
+        from effitrain_lessons.finetuning import fresh_model, learning_rate_for, lesson_data
+        from effitrain_lessons.lesson_code.lesson_03 import train
+
+        state = PartialState(cpu=config.cpu)
+        print(f"process {state.process_index} of {state.num_processes}: distributed_type={state.distributed_type.value}, "
+              f"device={state.device}", flush=True)
+        data = lesson_data(config.model, config.source)
+        train_set = data.splits["train"]
+        if config.train_rows is not None:
+            train_set = train_set.select(range(min(config.train_rows, len(train_set))))
+        model = fresh_model(config.model, seed=config.seed)
+        learning_rate = config.learning_rate if config.learning_rate is not None else learning_rate_for(config.model)
+        with watch_training(model) as run:
+            metrics = train(model, train_set, data.splits["validation"], epochs=config.epochs,
+                            batch_size=config.batch_size, accumulation=config.accumulation,
+                            learning_rate=learning_rate, checkpointing=config.checkpointing, seed=config.seed,
+                            cpu=config.cpu)
     except (ValueError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    from accelerate import PartialState
-
-    if PartialState().is_main_process:
-        print(
-            f"{result.optimizer_steps} optimizer steps ({result.micro_batches} micro-batches) in {result.seconds:.1f} s; "
-            f"final loss {result.losses[-1]:.4f}, final learning rate {result.final_learning_rate:.2e}; "
-            f"validation accuracy {result.eval_accuracy:.3f}, F1 {result.eval_f1:.3f} on {result.eval_rows} rows",
-            flush=True,
-        )
-        if args.json:
-            with open(args.json, "w", encoding="utf-8") as handle:
-                json.dump(asdict(result), handle, indent=1)
+    if state.is_main_process:
+        print(run.table(), flush=True)
+        print(f"validation accuracy {metrics['accuracy']:.3f}, F1 {metrics['f1']:.3f}", flush=True)
+        if config.json:
+            with open(config.json, "w", encoding="utf-8") as handle:
+                json.dump({**asdict(run), **metrics, "num_processes": state.num_processes}, handle, indent=1)
     return 0
 
 

@@ -217,7 +217,7 @@ def plot_trainer_vs_accelerator() -> Figure:
 
 def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Figure:
     """Two bar panels from two measured `memory.StepReport`s of one micro-batch: saved activation
-    bytes, and time and FLOPs relative to the plain step. Lesson 2 (from `MeasuringTrainer`)."""
+    bytes, and time and FLOPs relative to the plain step. Lesson 2 (from `StepMeter.step_report()`)."""
     from effitrain_lessons.memory import StepReport
 
     if not (isinstance(plain, StepReport) and isinstance(checkpointed, StepReport)):
@@ -254,9 +254,9 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
 
 def plot_loop_curves(losses, learning_rates, title: str | None = None) -> Figure:
     """Training loss (left) and learning rate (right) after each optimizer step, as measured by
-    a training loop (lesson 3's `train_loop.run` returns both)."""
+    a training loop (lesson 3's `watch_training` measures both)."""
     if not losses or len(losses) != len(learning_rates):
-        raise ValueError("plot_loop_curves needs one loss and one learning rate per optimizer step (a LoopResult's).")
+        raise ValueError("plot_loop_curves needs one loss and one learning rate per optimizer step (a TrainingRun's).")
     steps = range(1, len(losses) + 1)
     fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
     loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=1)

@@ -53,3 +53,8 @@ def test_the_command_line_refuses_what_the_config_does_not_allow(capsys):
         with pytest.raises(SystemExit):
             command_line(Config, argv, prog="train")
     assert "invalid choice: 'gossip'" in capsys.readouterr().err
+
+
+def test_a_table_shows_as_its_text_where_html_cannot_show():
+    table = Table(["k", "bytes"], [[1, "2 KiB"]], title="t")
+    assert repr(table) == str(table) == "t\nk  bytes\n-  -----\n1  2 KiB"

@@ -1,4 +1,4 @@
-"""Tests for lesson 2's helpers (effitrain_lessons.trainer) and the facts the lesson teaches.
+"""Tests for lesson 2's callback (effitrain_lessons.trainer.StepMeter) and the facts the lesson teaches.
 
 Short trainings on slices of the bundled data: a few seconds each on a laptop CPU.
 """
@@ -17,7 +17,7 @@ from transformers import Trainer, TrainingArguments
 from effitrain_lessons import viz
 from effitrain_lessons.data import tokenized_mrpc
 from effitrain_lessons.metrics import compute_metrics, majority_baseline
-from effitrain_lessons.trainer import MeasuringTrainer, fresh_model, lesson_data, training_arguments
+from effitrain_lessons.trainer import StepMeter, fresh_model, learning_rate_for, lesson_data
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +30,31 @@ def quiet_train(trainer):
         return trainer.train()
 
 
-def short_trainer(splits, tmp_path, checkpointing, rows=64, **overrides):
+def lesson_arguments(output_dir, checkpointing=True, **overrides):
+    """The lesson's arguments, as its cell writes them (with what a short test run changes)."""
+    settings = dict(output_dir=str(output_dir), eval_strategy="epoch", activation_checkpointing=checkpointing,
+                    per_device_train_batch_size=8, gradient_accumulation_steps=4, learning_rate=1e-3, warmup_steps=0.1,
+                    num_train_epochs=2, logging_strategy="epoch", save_strategy="no", report_to="none", seed=0)
+    settings.update(overrides)
+    return TrainingArguments(**settings)
+
+
+def short_trainer(splits, tmp_path, checkpointing, rows=64, meter=None, **overrides):
     settings = dict(num_train_epochs=1, eval_strategy="no", logging_strategy="no", disable_tqdm=True)
     settings.update(overrides)
-    return MeasuringTrainer(
+    trainer = Trainer(
         model=fresh_model(seed=0),
-        args=training_arguments(str(tmp_path), checkpointing=checkpointing, **settings),
+        args=lesson_arguments(tmp_path, checkpointing, **settings),
         train_dataset=splits["train"].select(range(rows)),
         eval_dataset=splits["validation"],
         compute_metrics=compute_metrics,
+        callbacks=[meter or StepMeter()],
     )
+    return trainer
+
+
+def meter_of(trainer) -> StepMeter:
+    return next(c for c in trainer.callback_handler.callbacks if isinstance(c, StepMeter))
 
 
 # --- the slide's arguments and today's ----------------------------------------
@@ -65,18 +80,9 @@ def test_the_corrected_slide_arguments_build_and_the_old_name_warns(tmp_path):
         assert args.activation_checkpointing is True
 
 
-def test_lesson_arguments(tmp_path):
-    args = training_arguments(str(tmp_path), checkpointing=True)
-    assert args.eval_strategy == "epoch" and args.activation_checkpointing
-    assert args.per_device_train_batch_size * args.gradient_accumulation_steps == 32
-    assert args.gradient_accumulation_steps == 4
-    assert args.save_strategy == "no" and args.report_to == []
-    assert training_arguments(str(tmp_path), checkpointing=False, num_train_epochs=1).num_train_epochs == 1
-
-
-def test_learning_rate_suits_the_model(tmp_path):
-    assert training_arguments(str(tmp_path), checkpointing=True).learning_rate == 1e-3
-    assert training_arguments(str(tmp_path), checkpointing=True, model_name="bert-base-uncased").learning_rate == 2e-5
+def test_learning_rate_suits_the_model():
+    assert learning_rate_for("tiny") == 1e-3
+    assert learning_rate_for("bert-base-uncased") == 2e-5
 
 
 def test_trainer_takes_processing_class_not_tokenizer(tmp_path, splits):
@@ -98,18 +104,28 @@ def test_checkpointing_is_active_inside_train_by_measurement(tmp_path, splits):
     quiet_train(checkpointed)
     quiet_train(plain)
     assert checkpointed.model.is_activation_checkpointing is True
-    assert [m.checkpointing for m in checkpointed.measured] == [True, True]
-    assert [m.checkpointing for m in plain.measured] == [False, False]
+    with_meter, without_meter = meter_of(checkpointed), meter_of(plain)
+    assert [m.checkpointing for m in with_meter.measured] == [True, True] and with_meter.checkpointing is True
+    assert [m.checkpointing for m in without_meter.measured] == [False, False] and without_meter.checkpointing is False
 
-    with_report, without_report = checkpointed.step_report(), plain.step_report()
+    with_report, without_report = with_meter.step_report(), without_meter.step_report()
     # Measured inside a training step of the 2-layer model: about 88 % fewer saved bytes (2.2 MiB vs 272 KiB).
     assert with_report.saved_bytes < 0.15 * without_report.saved_bytes
     assert without_report.saved_bytes > 2 * 2**20
     assert (with_report / without_report).flops == pytest.approx(4 / 3, abs=0.01)
     assert with_report.forward_flops == without_report.forward_flops > 0
     assert with_report.peak_bytes is None  # no CUDA here
-    assert "checkpointing on during train()" in checkpointed.summary()
-    assert "checkpointing off during train()" in plain.summary()
+    # 64 rows in micro-batches of 8, 4 per optimizer step: 2 steps of 32 rows; 6 of the 8 micro-batches timed
+    assert with_meter.rows_per_step == [32, 32] and len(with_meter.micro_seconds) == 6
+
+
+def test_the_meter_counts_the_rows_of_each_optimizer_step_and_ignores_evaluation(tmp_path, splits):
+    trainer = short_trainer(splits, tmp_path, checkpointing=False, rows=72, per_device_train_batch_size=4,
+                            gradient_accumulation_steps=3, eval_strategy="epoch")
+    quiet_train(trainer)
+    meter = meter_of(trainer)
+    assert meter.rows_per_step == [12] * 6 and trainer.state.global_step == 6
+    assert len(meter.measured) + len(meter.micro_seconds) == 18  # micro-batches, not evaluation batches
 
 
 def test_checkpointing_leaves_the_training_unchanged(tmp_path, splits):
@@ -123,12 +139,13 @@ def test_checkpointing_leaves_the_training_unchanged(tmp_path, splits):
     assert logs[0] == pytest.approx(logs[1], rel=1e-5)
 
 
-def test_measuring_trainer_reports_clear_errors(tmp_path, splits):
-    trainer = short_trainer(splits, tmp_path, checkpointing=False)
-    with pytest.raises(RuntimeError, match="call train\\(\\) first"):
-        trainer.step_report()
+def test_the_meter_reports_clear_errors():
+    with pytest.raises(RuntimeError, match="train with this callback first"):
+        StepMeter().step_report()
     with pytest.raises(ValueError, match="1-based"):
-        MeasuringTrainer(model=fresh_model(), args=trainer.args, measure=(0,))
+        StepMeter(measure=(0,))
+    with pytest.raises(ValueError, match="1-based"):
+        StepMeter(measure=(True,))
 
 
 # --- the metrics -----------------------------------------------------------------------
@@ -161,9 +178,9 @@ def test_logged_loss_with_accumulation(tmp_path, splits, accepts):
     rows = splits["train"].select(range(32))
     with torch.no_grad():
         mean_loss = model(**rows[:]).loss.item()
-    args = training_arguments(str(tmp_path), checkpointing=False, num_train_epochs=1, learning_rate=0.0,
-                              warmup_steps=0, eval_strategy="no", logging_strategy="steps", logging_steps=1,
-                              disable_tqdm=True)
+    args = lesson_arguments(tmp_path, checkpointing=False, num_train_epochs=1, learning_rate=0.0,
+                            warmup_steps=0, eval_strategy="no", logging_strategy="steps", logging_steps=1,
+                            disable_tqdm=True)
     trainer = Trainer(model=model, args=args, train_dataset=rows)
     quiet_train(trainer)
     logged = trainer.state.log_history[0]["loss"]
@@ -193,7 +210,27 @@ def test_lesson_2_figures(tmp_path, splits):
     assert isinstance(viz.plot_trainer_vs_accelerator(), Figure)
     trainer = short_trainer(splits, tmp_path, checkpointing=False, rows=32)
     quiet_train(trainer)
-    report = trainer.step_report()
+    report = meter_of(trainer).step_report()
     assert isinstance(viz.plot_checkpointing_cost(report, report, title="t"), Figure)
     with pytest.raises(TypeError, match="two StepReports"):
         viz.plot_checkpointing_cost(report, 3)
+
+
+# --- the exercises' public checks compare with what they measure --------------------------------------
+
+
+def test_wrong_answers_fail_the_public_checks_with_what_was_measured(tmp_path):
+    from effitrain_lessons import checks
+    from effitrain_lessons.course import build as editions
+
+    grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("02_checkpointing_with_trainer")["learner"]))
+    right = repr(grader.check("q_effective_batch", {"predicted_effective_batch": 12, "predicted_optimizer_steps": 16}))
+    assert "failed" not in right
+    wrong = repr(grader.check("q_effective_batch", {"predicted_effective_batch": 12 * 2, "predicted_optimizer_steps": 16}))
+    assert "You predicted predicted_effective_batch = 24; the measurement is 12. Counted: the rows" in wrong
+
+    over = TrainingArguments(str(tmp_path), per_device_train_batch_size=32, gradient_accumulation_steps=1)
+    message = repr(grader.check("q_memory_budget", {"budget_args": over}))
+    assert "measured: a micro-batch of 32 with checkpointing off saves" in message and "over the 1 MiB budget" in message
+    too_small = TrainingArguments(str(tmp_path), per_device_train_batch_size=4, gradient_accumulation_steps=4)
+    assert "train on 4 x 4 = 16 pairs per optimizer step" in repr(grader.check("q_memory_budget", {"budget_args": too_small}))

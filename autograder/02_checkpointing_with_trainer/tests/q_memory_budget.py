@@ -6,8 +6,9 @@ test = {   'name': 'q_memory_budget',
                                                ">>> assert type(budget_args) is TrainingArguments, 'budget_args should be a TrainingArguments(...)'\n"
                                                ">>> assert type(budget_args.per_device_train_batch_size) is int and type(budget_args.gradient_accumulation_steps) is int, 'the batch size and the "
                                                "accumulation steps are whole numbers'\n"
-                                               ">>> assert budget_args.per_device_train_batch_size * budget_args.gradient_accumulation_steps == 32, 'per_device_train_batch_size x "
-                                               "gradient_accumulation_steps should be 32'\n",
+                                               ">>> assert budget_args.per_device_train_batch_size * budget_args.gradient_accumulation_steps == 32, f'your arguments train on "
+                                               '{budget_args.per_device_train_batch_size} x {budget_args.gradient_accumulation_steps} = {budget_args.per_device_train_batch_size * '
+                                               "budget_args.gradient_accumulation_steps} pairs per optimizer step; the effective batch should be 32'\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from transformers import TrainingArguments\n'
@@ -22,8 +23,9 @@ test = {   'name': 'q_memory_budget',
                                                '...     check_model.activation_checkpointing_enable()\n'
                                                '>>> _ = check_model.train()\n'
                                                ">>> check_saved = measure_step(check_model, tokenized_mrpc()['train'][:budget_args.per_device_train_batch_size]).saved_bytes\n"
-                                               ">>> assert check_saved <= 2 ** 20, f'a micro-batch of {budget_args.per_device_train_batch_size} saves {check_saved / 2 ** 20:.2f} MiB, over the 1 MiB "
-                                               "budget'\n",
+                                               ">>> check_state = 'on' if budget_args.activation_checkpointing else 'off'\n"
+                                               ">>> assert check_saved <= 2 ** 20, f'measured: a micro-batch of {budget_args.per_device_train_batch_size} with checkpointing {check_state} saves "
+                                               "{check_saved / 2 ** 20:.2f} MiB of activations, over the 1 MiB budget'\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from transformers import TrainingArguments\n'
