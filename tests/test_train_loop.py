@@ -187,3 +187,19 @@ def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
     # 300 validation rows in batches of 100 are 3 batches: each process evaluates 2, one of them repeated so that
     # both have as many; gather_for_metrics drops the repeated rows before the metrics.
     assert result["eval_rows"] == 200
+
+
+# --- the exercises' public checks compare with what they measure --------------------------------------
+
+
+def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
+    from effitrain_lessons import checks
+    from effitrain_lessons.course import build as editions
+
+    grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("03_checkpointing_with_accelerator")["learner"]))
+    micro_batches = repr(grader.check("q_scheduler_length", {"optimizer_steps": lambda batches, accumulation, epochs: batches * epochs}))
+    assert "You predicted optimizer_steps(40, 4, 2) = 80; the measurement is 20. Counted: the optimizer steps" in micro_batches
+    floor = repr(grader.check("q_scheduler_length", {"optimizer_steps": lambda batches, accumulation, epochs: batches // accumulation * epochs}))
+    assert "a schedule sized 6 steps ends at" in floor and "after the loop's 8 optimizer steps" in floor
+    nothing = repr(grader.check("q_checkpoint_on", {"turn_on_checkpointing": lambda model: None}))
+    assert "measured: after turn_on_checkpointing the step keeps" in nothing and "100% of the plain step's" in nothing
