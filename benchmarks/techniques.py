@@ -102,11 +102,12 @@ def segment_anchor() -> dict:
 def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) -> list[dict]:
     """Lesson 4's setting (1-layer tiny BERT, 112 micro-batches of 16 per process, 2 processes):
     data parallel and Local SGD for K in {1, 2, 4, 8, 16}, all for the same number of steps."""
+    from effitrain_lessons.lesson_code.lesson_04 import train
     from effitrain_lessons.local_sgd import RunConfig, launch, summary
 
     configs = [RunConfig(mode="ddp", steps=steps, layers=layers)]
     configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
-    runs = launch(configs, num_processes=num_processes, timeout=900)
+    runs = launch(configs, train, num_processes=num_processes, timeout=900)
     rows = []
     for config, reports in zip(configs, runs):
         row = summary(reports)

@@ -1,24 +1,25 @@
-"""Lesson 4: Local SGD with Accelerate on real processes, with its communication counted.
+"""Lesson 4: Local SGD with Accelerate on real processes, with its communication counted from outside.
 
-`launch(configs, num_processes=2)` forks real worker processes from a notebook (gloo on the CPU),
-runs every configuration in them one after the other, and returns what each process measured:
-its rank and `distributed_type`, the losses, and every all-reduce it made, counted by
-instrumentation rather than by formula:
+The training loop is the lesson's own: `train(config, model, train_set)`, slide 9's loop, written in a
+`#@save` cell (built into `effitrain_lessons/lesson_code/lesson_04.py`). `launch(configs, train,
+num_processes=2)` forks real worker processes from a notebook (gloo on the CPU), runs that loop for
+every configuration in them one after the other, and returns what each process measured: its rank
+and `distributed_type`, the losses, and every all-reduce it made, counted by instrumentation around
+the loop rather than by formula or by lines in it:
 
-- data parallel (DDP) all-reduces *gradient buckets* during `backward()`: a DDP communication hook
-  sees each bucket and its bytes;
+- data parallel (DDP) all-reduces *gradient buckets* during `backward()`: a communication hook, put on
+  every `DistributedDataParallel` the loop's `accelerator.prepare` builds, sees each bucket and its bytes;
 - `accelerate.local_sgd.LocalSGD` all-reduces (averages) *parameters* every `local_sgd_steps` calls of
   `step()` and once more on exit, through `torch.distributed.all_reduce`, which is wrapped to count.
 
-The same training runs as a module under a launcher on many GPUs and machines:
+The same loop runs as a module under a launcher on many GPUs and machines:
 
-    accelerate launch --num_processes 8 -m effitrain_lessons.local_sgd --k 8 --steps 200
     torchrun --nproc_per_node 8 -m effitrain_lessons.local_sgd --k 8 --steps 200
+    accelerate launch --multi_gpu --num_processes 8 -m effitrain_lessons.local_sgd --k 8 --steps 200
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import hashlib
 import json
@@ -33,22 +34,27 @@ from pathlib import Path
 
 import torch
 
+from effitrain_lessons.arguments import command_line, whole_numbers
+from effitrain_lessons.tables import Table
+
 MODES = ("ddp", "local_sgd")
 
 
 @dataclass
 class RunConfig:
-    """One training run, the same in every process (each reads its own share of the data)."""
+    """One training run, the same in every process (each reads its own share of the data). Each field
+    is also an option of `python -m effitrain_lessons.local_sgd` (`--batch-size`, `--no-cpu`, ...)."""
 
-    mode: str = "local_sgd"  # "ddp": synchronize gradients every step; "local_sgd": average parameters every k steps
-    k: int = 8  # LocalSGD's local_sgd_steps
-    steps: int = 160  # micro-batches per process
-    batch_size: int = 16  # per process and micro-batch
+    mode: str = field(default="local_sgd", metadata={
+        "choices": MODES, "help": "ddp: gradients every step; local_sgd: parameters every k steps"})
+    k: int = field(default=8, metadata={"help": "LocalSGD's local_sgd_steps"})
+    steps: int = field(default=160, metadata={"help": "micro-batches per process"})
+    batch_size: int = field(default=16, metadata={"help": "per process and micro-batch"})
     accumulation: int = 1
     learning_rate: float = 1e-3
-    layers: int = 4  # encoder layers of the tiny BERT
+    layers: int = field(default=4, metadata={"help": "encoder layers of the tiny BERT"})
     seed: int = 0
-    cpu: bool = True
+    cpu: bool = field(default=True, metadata={"help": "gloo on the CPU; --no-cpu uses the GPUs"})
 
     @property
     def label(self) -> str:
@@ -59,10 +65,8 @@ class RunConfig:
         """Raise ValueError with one sentence for a setting a run cannot use."""
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
-        for name in ("k", "steps", "batch_size", "accumulation", "layers"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+        whole_numbers(k=self.k, steps=self.steps, batch_size=self.batch_size, accumulation=self.accumulation,
+                      layers=self.layers)
 
 
 @dataclass
@@ -163,6 +167,31 @@ class _CommunicationCounter:
         finally:
             torch.distributed.all_reduce, torch.distributed.barrier = original_all_reduce, original_barrier
 
+    @contextlib.contextmanager
+    def watching_loop(self):
+        """While active: put the counting communication hook on every DistributedDataParallel built
+        (the loop's `accelerator.prepare` builds one when there are several processes), and mark
+        what `LocalSGD` does when its block exits (its last average) as the step EXIT."""
+        from accelerate.local_sgd import LocalSGD
+        from torch.nn.parallel import DistributedDataParallel
+
+        original_init, original_exit = DistributedDataParallel.__init__, LocalSGD.__exit__
+        counter = self
+
+        def init(ddp, *args, **kwargs):
+            original_init(ddp, *args, **kwargs)
+            ddp.register_comm_hook(None, counter.ddp_hook)
+
+        def exit_(local_sgd, *exc):
+            counter.step = EXIT
+            return original_exit(local_sgd, *exc)
+
+        DistributedDataParallel.__init__, LocalSGD.__exit__ = init, exit_
+        try:
+            yield
+        finally:
+            DistributedDataParallel.__init__, LocalSGD.__exit__ = original_init, original_exit
+
     def _new_round(self) -> None:
         self.round += 1
         self.report.round_steps.append(self.step)
@@ -176,73 +205,55 @@ def fingerprint(model: torch.nn.Module) -> str:
     return digest.hexdigest()
 
 
-def _batches(loader, steps: int):
-    done = 0
-    while True:
-        for batch in loader:
-            if done == steps:
-                return
-            yield batch
-            done += 1
-
-
-def train_process(config: RunConfig, splits=None) -> ProcessReport:
-    """One run of slide 9's loop in this process (started by a launcher, or by `launch`)."""
-    from accelerate import Accelerator
-    from accelerate.local_sgd import LocalSGD
-    from torch.nn.parallel import DistributedDataParallel
-    from torch.utils.data import DataLoader
+def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
+    """Run `loop(config, model, train_set)` (the lesson's `train`) in this process and measure it from
+    outside: a forward pre-hook counts micro-batches and fingerprints the parameters each previous
+    step left, a forward hook reads each loss, and the counter sees every all-reduce. Then every
+    process evaluates its own final model on the whole validation split (no communication)."""
+    from accelerate import PartialState
 
     from effitrain_lessons.data import tokenized_mrpc
     from effitrain_lessons.models import tiny_bert
 
     config.check()
-    accelerator = Accelerator(gradient_accumulation_steps=config.accumulation, cpu=config.cpu)
-    report = ProcessReport(
-        rank=accelerator.process_index,
-        num_processes=accelerator.num_processes,
-        distributed_type=accelerator.distributed_type.value,
-        config=asdict(config),
-    )
+    state = PartialState(cpu=config.cpu)
+    report = ProcessReport(rank=state.process_index, num_processes=state.num_processes,
+                           distributed_type=state.distributed_type.value, config=asdict(config))
     splits = splits if splits is not None else tokenized_mrpc()
-    validation = splits["validation"][:]
-    torch.manual_seed(config.seed)  # the same initial weights in every process
-    model = tiny_bert(num_hidden_layers=config.layers, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    loader = DataLoader(splits["train"], batch_size=config.batch_size, shuffle=True,
-                        generator=torch.Generator().manual_seed(config.seed))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
-    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-
+    torch.manual_seed(config.seed)  # the same starting weights in every process
+    model = tiny_bert(num_hidden_layers=config.layers, dropout=False)
     counter = _CommunicationCounter(report)
-    if isinstance(model, DistributedDataParallel):
-        model.register_comm_hook(None, counter.ddp_hook)
-    local_sgd = LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=config.k,
-                         enabled=config.mode == "local_sgd")
+
+    def step_starts(module, args, kwargs):
+        if module.training:
+            if counter.step != 0:
+                report.fingerprints.append(fingerprint(module))  # what the previous step left
+            counter.step += 1
+
+    def step_loss(module, args, kwargs, output):
+        if module.training:
+            report.losses.append(output.loss.item())
+
+    hooks = [model.register_forward_pre_hook(step_starts, with_kwargs=True),
+             model.register_forward_hook(step_loss, with_kwargs=True)]
     start = time.perf_counter()
-    model.train()
-    with counter.counting_all_reduce():
-        with local_sgd if config.mode == "local_sgd" else contextlib.nullcontext():
-            for step, batch in enumerate(_batches(loader, config.steps), start=1):
-                counter.step = step
-                with accelerator.accumulate(model):
-                    loss = model(**batch).loss
-                    accelerator.backward(loss)
-                    optimizer.step()
-                    optimizer.zero_grad()
-                    if config.mode == "local_sgd":
-                        local_sgd.step()  # where slide 9 puts it: counts micro-batches
-                report.losses.append(loss.item())
-                report.fingerprints.append(fingerprint(model))
-            counter.step = EXIT
-    accelerator.wait_for_everyone()
+    try:
+        with counter.watching_loop(), counter.counting_all_reduce():
+            loop(config, model, splits["train"])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if state.use_distributed:
+        torch.distributed.barrier()
     report.seconds = time.perf_counter() - start
     report.final_fingerprint = fingerprint(model)
+    report.fingerprints.append(report.final_fingerprint)
 
-    # Every process evaluates its own (final) model on the whole validation split: no communication.
     model.eval()
+    validation = splits["validation"][:]
     with torch.no_grad():
-        batch = {name: column.to(accelerator.device) for name, column in validation.items()}
-        outputs = accelerator.unwrap_model(model)(**batch)
+        batch = {name: column.to(state.device) for name, column in validation.items()}
+        outputs = model(**batch)
     report.eval_loss = outputs.loss.item()
     report.eval_accuracy = (outputs.logits.argmax(-1) == batch["labels"]).float().mean().item()
     return report
@@ -289,6 +300,25 @@ def agreement(reports: list[ProcessReport], steps: int | None = None) -> str:
     step, '.' where they differed."""
     fingerprints = [report.fingerprints[:steps] for report in reports]
     return "".join("=" if len(set(step)) == 1 else "." for step in zip(*fingerprints))
+
+
+def results(runs: list[list[ProcessReport]]) -> Table:
+    """Lesson 4's results table: one row per run, as counted in process 0."""
+    rows = []
+    for reports in runs:
+        row = summary(reports)
+        rows.append([row["run"], row["steps"], row["synchronizations"], row["expected"], row["allreduce_calls"],
+                     f"{row['megabytes']:.2f}", row["gradient_allreduces"], f"{row['eval_loss']:.4f}",
+                     f"{row['eval_accuracy']:.3f}", f"{row['ms_per_step']:.1f}",
+                     "yes" if row["same_in_every_process"] else "NO", "yes" if row["equal_at_end"] else "NO"])
+    return Table(
+        ["run", "steps", "synchronizations", "rule", "all-reduce calls", "MB sent", "gradient all-reduces",
+         "validation loss", "validation accuracy", "ms per step", "same counts in every process",
+         "identical parameters at the end"],
+        rows,
+        notes=["synchronizations: rounds of communication counted in process 0; rule: the optimizer steps for data parallel, "
+               "floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB sent: all-reduced by "
+               "process 0."])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -379,8 +409,10 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
         return [json.loads((Path(folder) / f"rank{rank}.json").read_text()) for rank in range(num_processes)]
 
 
-def launch(configs: list[RunConfig], num_processes: int = 2, timeout: float = 300.0) -> list[list[ProcessReport]]:
-    """Run every configuration in `num_processes` real processes forked from this one (gloo, CPU).
+def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout: float = 300.0) -> list[list[ProcessReport]]:
+    """Run `loop(config, model, train_set)` (lesson 4's `train`) for every configuration in
+    `num_processes` real processes forked from this one (gloo, CPU), measured by `measured_run`.
+    Forked, the processes run the function as the notebook defines it now, edits included.
 
     Returns, for each configuration, one `ProcessReport` per process (rank order). The processes
     are started once and run the configurations one after the other. When a process fails or the
@@ -390,6 +422,8 @@ def launch(configs: list[RunConfig], num_processes: int = 2, timeout: float = 30
     configs = list(configs)
     if not configs:
         raise ValueError("launch needs at least one RunConfig.")
+    if not callable(loop):
+        raise TypeError("launch needs the training loop too: launch(configs, train), with train(config, model, train_set).")
     for config in configs:
         config.check()
 
@@ -398,7 +432,7 @@ def launch(configs: list[RunConfig], num_processes: int = 2, timeout: float = 30
     splits = tokenized_mrpc()  # once, here: the forked processes share it
 
     def job() -> list[dict]:
-        return [asdict(train_process(config, splits)) for config in configs]
+        return [asdict(measured_run(config, loop, splits)) for config in configs]
 
     per_rank = start_workers(job, num_processes, timeout)
     return [[ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))]
@@ -443,7 +477,7 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
         model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
         if isinstance(model, DistributedDataParallel):
             model.register_comm_hook(None, counter.ddp_hook)
-        with counter.counting_all_reduce():
+        with counter.watching_loop(), counter.counting_all_reduce():
             loop(accelerator, model, optimizer, loader)
         accelerator.wait_for_everyone()
         report.final_fingerprint = fingerprint(model)
@@ -463,38 +497,21 @@ def _log_tail(folder: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m effitrain_lessons.local_sgd",
-        description="Lesson 4's training with Local SGD (or plain data parallel), counting its all-reduces. "
-        "Start it with accelerate launch or torchrun for several processes.",
-    )
-    defaults = RunConfig()
-    parser.add_argument("--mode", choices=MODES, default=defaults.mode)
-    parser.add_argument("--k", type=int, default=defaults.k, help="LocalSGD's local_sgd_steps")
-    parser.add_argument("--steps", type=int, default=defaults.steps, help="micro-batches per process")
-    parser.add_argument("--batch-size", type=int, default=defaults.batch_size)
-    parser.add_argument("--accumulation", type=int, default=defaults.accumulation)
-    parser.add_argument("--lr", type=float, default=defaults.learning_rate)
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--cpu", action="store_true", help="use the CPU (gloo) even where GPUs are present")
-    parser.add_argument("--json", default=None, help="write every process's report to FILE.rankN.json")
-    args = parser.parse_args(argv)
-    config = RunConfig(mode=args.mode, k=args.k, steps=args.steps, batch_size=args.batch_size,
-                       accumulation=args.accumulation, learning_rate=args.lr, seed=args.seed, cpu=args.cpu)
+    """Run lesson 4's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
+    config = command_line(RunConfig, argv, prog="python -m effitrain_lessons.local_sgd",
+                          description="Lesson 04's training with Local SGD (or plain data parallel), counting its "
+                                      "all-reduces. Start it with torchrun or accelerate launch for several processes.")
+    from effitrain_lessons.lesson_code.lesson_04 import train
+
     try:
-        report = train_process(config)
+        report = measured_run(config, train)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(report.describe(), flush=True)
-    print(
-        f"[rank {report.rank}] {config.label}: {report.synchronizations} synchronizations, "
-        f"{report.allreduce_calls} all-reduce calls, {report.allreduce_bytes:,} bytes; "
-        f"final loss {report.final_loss:.4f}; validation loss {report.eval_loss:.4f}, accuracy {report.eval_accuracy:.3f}",
-        flush=True,
-    )
-    if args.json:
-        Path(f"{args.json}.rank{report.rank}.json").write_text(json.dumps(asdict(report)), encoding="utf-8")
+    print(f"[rank {report.rank}] {config.label}: {report.synchronizations} synchronizations, "
+          f"{report.allreduce_calls} all-reduce calls, {report.allreduce_bytes:,} bytes; validation loss "
+          f"{report.eval_loss:.4f}, accuracy {report.eval_accuracy:.3f}", flush=True)
     return 0
 
 

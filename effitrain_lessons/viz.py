@@ -437,3 +437,65 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
     fig.suptitle(f"A drawing, not a measurement: {n_layers} layers, one step", fontsize=10)
     return _finish(fig)
+
+
+def _sync_marks(k: int | None, steps: int) -> list[int]:
+    """The steps after which the processes communicate: every step (k None), or every k steps."""
+    return list(range(1, steps + 1)) if k is None else list(range(k, steps + 1, k))
+
+
+def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 2) -> Figure:
+    """A drawn (not measured) picture of what crosses the network: data parallel all-reduces the
+    gradients at every step, so every copy takes the same step; Local SGD lets each copy take its own
+    steps (the copies drift apart, drawn as diverging rows) and averages the parameters every k steps.
+    Used by lesson 4 before it measures the same thing."""
+    whole_numbers(k=k, steps=steps, devices=devices)
+    if devices < 2:
+        raise ValueError(f"devices must be at least 2 to have something to synchronize, got {devices}.")
+    cases = {"data parallel (DDP): gradients all-reduced every step": None,
+             f"Local SGD, K = {k}: parameters averaged every {k} steps": k}
+    fig, axes = plt.subplots(len(cases), 1, figsize=(10, 1.3 + 0.55 * devices * len(cases)), layout="constrained")
+    for ax, (title, every) in zip(axes, cases.items()):
+        marks = _sync_marks(every, steps)
+        for device in range(devices):
+            drift = 0.0
+            for step in range(1, steps + 1):
+                # between averages each copy moves its own way; an average brings them together again
+                offset = 0.0 if every is None else drift * (device - (devices - 1) / 2) * 0.12
+                ax.add_patch(plt.Rectangle((step - 0.9, device + offset - 0.25), 0.8, 0.5,
+                                           color=MEMORY_COLOURS["parameters"], alpha=0.75))
+                drift = 0.0 if step in marks else drift + 1
+        for step in marks:
+            ax.add_patch(FancyArrowPatch((step, -0.4), (step, devices - 0.6), arrowstyle="<->", mutation_scale=12,
+                                         color=STATUS_COLOURS["recomputed"], lw=2))
+        what = "gradients" if every is None else "parameters"
+        ax.text(steps + 0.3, (devices - 1) / 2, f"{len(marks)} all-reduces\nof the {what}", va="center", fontsize=9)
+        ax.set_yticks(range(devices), [f"process {d}" for d in range(devices)])
+        ax.set_xticks(range(1, steps + 1))
+        ax.set_xlim(0, steps + 2.2)
+        ax.set_ylim(devices - 0.2, -0.8)
+        ax.set_title(title, fontsize=10, loc="left")
+        ax.spines[["top", "right", "left"]].set_visible(False)
+    axes[-1].set_xlabel("training step (blue: a copy's forward, backward and optimizer step; orange: an all-reduce)")
+    fig.suptitle("A drawing, not a measurement", fontsize=10)
+    return _finish(fig)
+
+
+def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Figure:
+    """Final validation loss against the megabytes each process all-reduced, one point per run
+    (lesson 4's explore exercise): the price of communication, in loss. `rows` are
+    `local_sgd.summary` dicts; each point is labelled with its run."""
+    if not rows:
+        raise ValueError("plot_loss_against_bytes needs at least one run's summary.")
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    for row in rows:
+        colour = MEMORY_COLOURS["parameters"] if row["k"] is None else STATUS_COLOURS["recomputed"]
+        ax.scatter(row["megabytes"], row["eval_loss"], color=colour, zorder=3)
+        ax.annotate(row["run"], (row["megabytes"], row["eval_loss"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("MB all-reduced per process (log scale)")
+    ax.set_ylabel("final validation loss")
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return _finish(fig)

@@ -13,7 +13,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from effitrain_lessons import local_sgd, viz
-from effitrain_lessons.local_sgd import RunConfig, agreement, expected_synchronizations, launch, run_custom_loop, summary
+from effitrain_lessons.lesson_code.lesson_04 import train
+from effitrain_lessons.local_sgd import (
+    RunConfig, agreement, expected_synchronizations, launch, measured_run, run_custom_loop, summary)
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 24
@@ -36,7 +38,7 @@ def runs():
         RunConfig(mode="local_sgd", k=8, steps=16, accumulation=2, layers=1),
         RunConfig(mode="ddp", steps=16, accumulation=2, layers=1),
     ]
-    return configs, launch(configs, num_processes=2)
+    return configs, launch(configs, train, num_processes=2)
 
 
 def test_every_process_is_really_distributed(runs):
@@ -96,7 +98,7 @@ def test_summary_reports_time_per_step_so_runs_of_different_lengths_compare(runs
 def test_final_loss_of_k8_is_within_the_stated_tolerance_of_data_parallel():
     """The notebook's tolerance, at its setting: 0.05 in validation loss, after 112 steps of 2 processes
     training a 1-layer tiny BERT."""
-    ddp, k8 = launch([RunConfig(mode="ddp", steps=112, layers=1), RunConfig(mode="local_sgd", k=8, steps=112, layers=1)],
+    ddp, k8 = launch([RunConfig(mode="ddp", steps=112, layers=1), RunConfig(mode="local_sgd", k=8, steps=112, layers=1)], train,
                      num_processes=2)
     assert abs(k8[0].eval_loss - ddp[0].eval_loss) <= 0.05
     # Both learned: well below the majority baseline's loss of about 0.64.
@@ -126,7 +128,7 @@ def test_the_exercise_check_tells_a_fixed_loop_from_a_broken_one():
             sgd.step()
 
     good, bad = run_custom_loop(fixed), run_custom_loop(broken)
-    assert [r.synchronizations for r in good] == [4, 4] and good[0].sync_steps == [4, 8, 12, 12]
+    assert [r.synchronizations for r in good] == [4, 4] and good[0].sync_steps == [local_sgd.EXIT, 4, 8, 12]
     assert [r.synchronizations for r in bad] == [1, 1]
     assert no_children()
 
@@ -145,29 +147,35 @@ def test_a_failing_process_stops_them_all_with_one_sentence():
 
 def test_a_launch_past_its_timeout_is_stopped():
     with pytest.raises(RuntimeError, match=r"did not finish within 3 s and were stopped"):
-        launch([RunConfig(mode="ddp", steps=100_000, layers=1)], timeout=3)
+        launch([RunConfig(mode="ddp", steps=100_000, layers=1)], train, timeout=3)
     assert no_children()
 
 
 def test_without_fork_one_sentence_instead_of_a_hang(monkeypatch):
     monkeypatch.setattr(local_sgd, "can_fork", lambda: False)
     with pytest.raises(RuntimeError, match=r"cannot fork processes .*torchrun --nproc_per_node 2"):
-        launch([RunConfig()])
+        launch([RunConfig()], train)
 
 
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: launch([RunConfig(mode="allreduce")]), "mode must be one of"),
-        (lambda: launch([RunConfig(k=0)]), "k must be a whole number of at least 1"),
-        (lambda: launch([]), "at least one RunConfig"),
-        (lambda: launch([RunConfig()], num_processes=1), "num_processes must be a whole number from 2 to 8"),
+        (lambda: launch([RunConfig(mode="allreduce")], train), "mode must be one of"),
+        (lambda: launch([RunConfig(k=0)], train), "k must be a whole number of at least 1"),
+        (lambda: launch([], train), "at least one RunConfig"),
+        (lambda: launch([RunConfig()]), "needs the training loop too"),
+        (lambda: launch([RunConfig()], train, num_processes=1), "num_processes must be a whole number from 2 to 8"),
         (lambda: run_custom_loop("not a function"), "needs a function"),
     ],
 )
 def test_bad_arguments_are_clear_errors(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
         call()
+
+
+def test_the_command_line_is_built_from_run_configs_fields():
+    assert local_sgd.command_line(RunConfig, ["--mode", "ddp", "--batch-size", "4", "--no-cpu"]) == RunConfig(
+        mode="ddp", batch_size=4, cpu=False)
 
 
 # --- the module under a launcher ---------------------------------------------------------------
@@ -177,16 +185,19 @@ def test_module_runs_under_torchrun_on_two_processes(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    out = tmp_path / "report"
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-               "-m", "effitrain_lessons.local_sgd", "--cpu", "--k", "4", "--steps", "8", "--json", str(out)]
+               "-m", "effitrain_lessons.local_sgd", "--k", "4", "--steps", "8", "--layers", "1"]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert finished.returncode == 0, finished.stderr[-3000:]
     for rank in (0, 1):
         assert f"process {rank} of 2: distributed_type=MULTI_CPU, num_processes=2" in finished.stdout
-        report = json.loads((tmp_path / f"report.rank{rank}.json").read_text())
-        assert report["num_processes"] == 2 and len(report["losses"]) == 8
-    assert "Local SGD, K=4: 3 synchronizations" in finished.stdout
+        assert f"[rank {rank}] Local SGD, K=4: 3 synchronizations" in finished.stdout
+
+
+def test_local_sgd_in_one_process_averages_nothing():
+    alone = measured_run(RunConfig(mode="local_sgd", k=2, steps=4, layers=1), train)
+    assert alone.distributed_type == "NO" and alone.num_processes == 1
+    assert alone.synchronizations == 0 and alone.allreduce_calls == 0 and len(alone.losses) == 4
 
 
 # --- figures -----------------------------------------------------------------------------------
@@ -202,3 +213,45 @@ def test_lesson_4_figures(runs):
     assert list(loss_ax.lines[0].get_ydata()) == [rows[1]["eval_loss"], rows[2]["eval_loss"]]
     with pytest.raises(ValueError):
         viz.plot_sync_timeline({}, steps=4)
+    assert isinstance(viz.plot_loss_against_bytes(rows), Figure)
+    table = local_sgd.results(results[:2])
+    assert [row[0] for row in table.rows] == ["data parallel", "Local SGD, K=8"]
+    assert [row[2] for row in table.rows] == [STEPS, STEPS // 8 + 1] and table.rows[0][-2:] == ["yes", "yes"]
+
+
+@pytest.mark.parametrize("k, steps", [(4, 8), (3, 10)])
+def test_the_drawing_shows_every_step_against_every_k_steps(k, steps):
+    figure = viz.draw_data_parallel_and_local_sgd(k=k, steps=steps)
+    data_parallel, local = figure.axes
+    assert len(data_parallel.patches) - 2 * steps == steps  # 2 processes' steps, then one all-reduce per step
+    assert len(local.patches) - 2 * steps == steps // k
+    assert "gradients" in data_parallel.get_title(loc="left") and "parameters" in local.get_title(loc="left")
+    with pytest.raises(ValueError, match="at least 2"):
+        viz.draw_data_parallel_and_local_sgd(devices=1)
+
+
+# --- the exercises' public checks compare with what they count ---------------------------------------
+
+
+def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
+    from effitrain_lessons import checks
+    from effitrain_lessons.course import build as editions
+
+    grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("04_local_sgd")["learner"]))
+    off_by_one = repr(grader.check("q_predict_syncs", {"predicted_local_syncs": 20 // 6, "predicted_ddp_syncs": 20}))
+    assert "You predicted predicted_local_syncs = 3; the measurement is 4. Counted in process 0: averages after steps [-1, 6, 12, 18]" in off_by_one
+
+    def broken(accelerator, model, optimizer, dataloader):
+        from accelerate.local_sgd import LocalSGD
+
+        with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=4, enabled=True) as sgd:
+            for batch in dataloader:
+                with accelerator.accumulate(model):
+                    accelerator.backward(model(**batch).loss)
+                    optimizer.step()
+                    optimizer.zero_grad()
+            sgd.step()
+
+    message = repr(grader.check("q_fix_loop", {"fixed_loop": broken}))
+    assert "counted: the processes averaged [1, 1] times, process 0 after steps [-1] (-1: on exit)" in message
+

@@ -2,15 +2,24 @@ OK_FORMAT = True
 
 test = {   'name': 'q_predict_syncs',
     'points': 2,
-    'suites': [   {   'cases': [   {   'code': ">>> assert type(predicted_local_syncs) is int and type(predicted_ddp_syncs) is int, 'predictions are whole numbers'\n"
-                                               ">>> assert predicted_local_syncs < predicted_ddp_syncs, 'Local SGD should synchronize less often than data parallel'\n",
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
+                                               '>>> from effitrain_lessons.local_sgd import RunConfig, launch\n'
+                                               ">>> check_runs = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], lesson_train, "
+                                               'num_processes=2)\n'
+                                               ">>> check_prediction('predicted_local_syncs', predicted_local_syncs, check_runs[0][0].synchronizations, why=f'Counted in process 0: averages after "
+                                               "steps {check_runs[0][0].sync_steps} (-1: on exit).')\n"
+                                               ">>> check_prediction('predicted_ddp_syncs', predicted_ddp_syncs, check_runs[1][0].synchronizations, why='Counted in process 0: the steps whose "
+                                               "backward all-reduced gradients.')\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.local_sgd import RunConfig, launch\n'
+                                   {   'code': '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
+                                               '>>> from effitrain_lessons.local_sgd import RunConfig, launch\n'
                                                '>>> assert type(predicted_local_syncs) is int and type(predicted_ddp_syncs) is int\n'
-                                               ">>> counted = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], num_processes=2)\n"
+                                               ">>> counted = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], lesson_train, "
+                                               'num_processes=2)\n'
                                                '>>> assert predicted_local_syncs == counted[0][0].synchronizations == counted[0][1].synchronizations\n'
-                                               '>>> assert predicted_ddp_syncs == counted[1][0].synchronizations\n',
+                                               '>>> assert predicted_ddp_syncs == counted[1][0].synchronizations == counted[1][1].synchronizations\n',
                                        'hidden': True,
                                        'locked': False}],
                       'scored': True,

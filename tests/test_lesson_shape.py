@@ -1,0 +1,60 @@
+"""What every lesson offers the learner, read from its master: practice at three levels (a quiz, graded
+exercises, an open exploration), further reading with links, a drawn diagram where a technique has
+one, and the technique in cells rather than printed from the package."""
+
+import json
+import re
+
+import pytest
+
+from effitrain_lessons.course import build as editions
+from effitrain_lessons.quizzes import QUIZZES
+
+LESSONS = editions.lesson_names()
+DIAGRAMS = {"01": "draw_checkpointing_memory(", "04": "draw_data_parallel_and_local_sgd("}
+
+
+def cells(name: str) -> list[tuple[str, str]]:
+    master = json.loads((editions.ROOT / editions.LESSONS_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
+    return [(cell["cell_type"], "".join(cell["source"])) for cell in master["cells"]]
+
+
+def headings(name: str) -> list[str]:
+    return [line for kind, text in cells(name) if kind == "markdown" for line in text.splitlines() if line.startswith("#")]
+
+
+def test_each_lesson_has_its_quiz_and_each_quiz_its_lesson():
+    assert sorted(QUIZZES) == sorted(name[:2] for name in LESSONS)
+    for name in LESSONS:
+        calls = [text for kind, text in cells(name) if kind == "code" and "lesson_quiz(" in text]
+        assert calls == [f'from effitrain_lessons.quiz import lesson_quiz\n\nlesson_quiz("{name[:2]}")'], name
+        assert len(QUIZZES[name[:2]]) >= 3, f"{name}: a quiz of {len(QUIZZES[name[:2]])} questions"
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_practice_has_a_quiz_exercises_and_an_exploration(name):
+    found = headings(name)
+    practice = next(i for i, line in enumerate(found) if re.match(r"## (\d+\. )?(Let's practice|Practice)", line))
+    after = found[practice:]
+    assert any(line == "### Quiz" for line in after), f"{name}: no quiz under the practice heading"
+    assert any(line.startswith("### Exercise") for line in after), f"{name}: no graded exercise"
+    assert any("Explore" in line for line in found), f"{name}: no open exploration"
+    assert sum(kind == "raw" and text.startswith("# BEGIN QUESTION") for kind, text in cells(name)) >= 1
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_further_reading_has_links(name):
+    section = [text for kind, text in cells(name) if kind == "markdown" and text.startswith("## Further reading")]
+    assert section, f"{name}: no further reading"
+    assert len(re.findall(r"\]\(https://[^)]+\)", section[0])) >= 2, f"{name}: further reading without links"
+
+
+@pytest.mark.parametrize("lesson, call", sorted(DIAGRAMS.items()))
+def test_lessons_01_and_04_draw_their_technique(lesson, call):
+    name = next(name for name in LESSONS if name.startswith(lesson))
+    assert any(kind == "code" and call in text for kind, text in cells(name)), f"{name} does not call {call}...)"
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_no_lesson_prints_package_source(name):
+    assert not any(kind == "code" and "getsource" in text for kind, text in cells(name))
