@@ -46,3 +46,16 @@ def synchronize(device: torch.device | str) -> None:
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
+
+
+def end_processes() -> None:
+    """Close this process's process group, if a launcher or the lesson opened one.
+
+    A process that exits with its gloo group still open can abort in the group's threads as the
+    interpreter shuts down ("terminate called without an active exception"), failing a run that
+    finished its work; closing the group first ends the process cleanly.
+    """
+    import torch.distributed
+
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()

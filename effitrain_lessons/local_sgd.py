@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 from effitrain_lessons.arguments import command_line, whole_numbers
+from effitrain_lessons.device import end_processes
 from effitrain_lessons.tables import Table
 
 MODES = ("ddp", "local_sgd")
@@ -359,7 +360,7 @@ def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int
         traceback.print_exc()
         raise
     (Path(folder) / f"rank{rank}.json").write_text(json.dumps(reports), encoding="utf-8")
-    torch.distributed.destroy_process_group()
+    end_processes()
 
 
 def _preload() -> None:
@@ -507,11 +508,13 @@ def main(argv: list[str] | None = None) -> int:
         report = measured_run(config, train)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
+        end_processes()
         return 2
     print(report.describe(), flush=True)
     print(f"[rank {report.rank}] {config.label}: {report.synchronizations} synchronizations, "
           f"{report.allreduce_calls} all-reduce calls, {report.allreduce_bytes:,} bytes; validation loss "
           f"{report.eval_loss:.4f}, accuracy {report.eval_accuracy:.3f}", flush=True)
+    end_processes()
     return 0
 
 

@@ -29,6 +29,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
 
 from effitrain_lessons.arguments import command_line, whole_numbers
+from effitrain_lessons.device import end_processes
 from effitrain_lessons.tables import Table
 
 SIZINGS = ("optimizer", "slide")
@@ -234,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                             cpu=config.cpu)
     except (ValueError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
+        end_processes()
         return 2
     if state.is_main_process:
         print(run.table(), flush=True)
@@ -241,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         if config.json:
             with open(config.json, "w", encoding="utf-8") as handle:
                 json.dump({**asdict(run), **metrics, "num_processes": state.num_processes}, handle, indent=1)
+    end_processes()
     return 0
 
 
