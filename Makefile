@@ -37,7 +37,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: setup browser sandbox lab test test-lowest test-outside bench notebooks clean
+.PHONY: setup browser sandbox lab test test-lowest test-outside bench notebooks catalogs clean
 
 setup: $(STAMP)
 
@@ -89,6 +89,11 @@ bench: setup sandbox
 
 notebooks: setup
 	$(BIN)/effitrain build
+
+# The translation catalogs (lessons/tr/*.po and the package's), brought in step with the English:
+# translate what it lists, then `make notebooks`.
+catalogs: setup
+	$(BIN)/effitrain extract
 
 clean:
 	rm -rf $(VENV) $(LOWEST) build *.egg-info

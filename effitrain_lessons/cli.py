@@ -140,7 +140,7 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from effitrain_lessons.course import build, grade
+    from effitrain_lessons.course import build, grade, translate
 
     main = argparse.ArgumentParser(prog="effitrain", description="Lessons on efficient training with PyTorch.")
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -157,6 +157,10 @@ def parser() -> argparse.ArgumentParser:
                                    description=build.DESCRIPTION)
     build.add_arguments(building)
     building.set_defaults(run=build.run)
+    extracting = commands.add_parser("extract", help="update the translation catalogs from the English (instructors)",
+                                     description=translate.DESCRIPTION)
+    translate.add_arguments(extracting)
+    extracting.set_defaults(run=translate.run)
     grading = commands.add_parser("grade", help="grade learners' notebooks in a sandbox (instructors)",
                                   description="Grade learners' notebooks; see the README, For instructors.")
     grade.add_arguments(grading)

@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from effitrain_lessons.colab import PIP_REQUIREMENT
+from effitrain_lessons.course import translate
 from effitrain_lessons.course.lessons import (
     AUTOGRADER_DIR,
     LEARNER_DIR,
@@ -69,15 +70,17 @@ from effitrain_lessons.course.lessons import (
     NO_CHECKOUT,
     ROOT,
     SOLUTIONS_DIR,
+    TURKISH_DIR,
+    TURKISH_SOLUTIONS_DIR,
     course_root,
     edition_paths,
     lesson_names,
     resolve_lesson,
 )
+from effitrain_lessons.i18n import LANGUAGES, N_, translator
 
 SETUP_CELL_ID = "setup"
 OTTER_INIT = "# Initialize Otter"  # how the cell that makes `grader` starts when Otter Assign writes it
-INIT_COMMENT = "# The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer."
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 # Per-cell metadata worth keeping; everything else (execution timings, scroll state, ...) is dropped.
 CELL_METADATA_KEPT = ("deletable", "editable", "jupyter", "otter", "tags")
@@ -114,26 +117,39 @@ class Difference:
         return f"{self.path} ({self.reason})"
 
 
-def setup_cell_source() -> str:
-    """The first cell of every edition."""
+# The setup cell's words, translated for each edition through the runtime catalog.
+SETUP_COMMENT = N_("Setup (the same in every lesson): run this cell first.")
+COLAB_COMMENT = N_("Colab: install this version of the course, its runtime only (Colab's torch stays)")
+REPORT_COMMENT = N_("what pip installed")
+NOT_INSTALLED = N_("The effitrain_lessons package is not installed in this notebook's Python: install it with "
+                   "`pip install effitrain-lessons` and open the lessons with `effitrain lab` (in a checkout: `make lab`).")
+LANGUAGE_COMMENT = N_("the language of what the lesson prints and draws")
+INIT_COMMENT = N_("The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer.")
+LANGUAGE_SUFFIX = {"en": "", "tr": "_tr"}  # edition_paths' key suffix for each edition's language
+
+
+def setup_cell_source(language: str = "en") -> str:
+    """The first cell of every edition in `language`: the same code in each, its words translated."""
+    _ = translator(language)
     return f'''\
-# Setup (the same in every lesson): run this cell first.
+# {_(SETUP_COMMENT)}
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-if "google.colab" in sys.modules:  # Colab: install this version of the course, its runtime only (Colab's torch stays)
-    report = Path(tempfile.gettempdir(), "effitrain-lessons-install.json")  # what pip installed
+if "google.colab" in sys.modules:  # {_(COLAB_COMMENT)}
+    report = Path(tempfile.gettempdir(), "effitrain-lessons-install.json")  # {_(REPORT_COMMENT)}
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", str(report), "{PIP_REQUIREMENT}"], check=True)
 
 try:
     import effitrain_lessons
 except ImportError:
-    raise ImportError(
-        "The effitrain_lessons package is not installed in this notebook's Python: install it with "
-        "`pip install effitrain-lessons` and open the lessons with `effitrain lab` (in a checkout: `make lab`)."
-    ) from None
+    raise ImportError({json.dumps(_(NOT_INSTALLED), ensure_ascii=False)}) from None
+
+from effitrain_lessons.i18n import use_language
+
+use_language("{language}")  # {_(LANGUAGE_COMMENT)}
 
 if "google.colab" in sys.modules:
     from effitrain_lessons.colab import install_summary
@@ -141,8 +157,10 @@ if "google.colab" in sys.modules:
     print(install_summary(report))'''
 
 
-def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None) -> list[Difference]:
-    """Build the editions of `lessons` (default: every lesson in `root/lessons/`).
+def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None,
+          languages: tuple[str, ...] = tuple(LANGUAGES)) -> list[Difference]:
+    """Build the editions of `lessons` (default: every lesson in `root/lessons/`) in `languages`
+    (default: English and Turkish; the Turkish editions also compile the runtime catalog).
 
     With `check=False`, writes the files that changed and returns them ("written"/"removed").
     With `check=True`, writes nothing and returns the committed files that are stale, missing or
@@ -152,21 +170,62 @@ def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = No
     root = Path(root)
     available = lesson_names(root)
     names = available if lessons is None else [resolve_lesson(x, available) for x in lessons]
+    unknown = sorted(set(languages) - set(LANGUAGES))
+    if unknown or not languages:
+        raise ValueError(f"There is no edition in {', '.join(unknown) or 'no language'}: the editions are "
+                         f"{', '.join(LANGUAGES)}.")
     differences: list[Difference] = []
+    if "tr" in languages:
+        mo = {translate.PACKAGE_MO: translate.compiled_runtime_catalog(root)}
+        found = {translate.PACKAGE_MO: root / translate.PACKAGE_MO} if (root / translate.PACKAGE_MO).is_file() else {}
+        differences += _compare_files(found, mo) if check else _write_files(root, found, mo)
     for name in names:
-        rendered = render_lesson(root / LESSONS_DIR / f"{name}.ipynb")
-        differences += _compare(root, name, rendered) if check else _write(root, name, rendered)
+        rendered = render_lesson(root / LESSONS_DIR / f"{name}.ipynb", languages)
+        committed = _committed(root, name, languages)
+        differences += _compare_files(committed, rendered) if check else _write_files(root, committed, rendered)
+        if not check:
+            _remove_empty_folders(root / edition_paths(name)["autograder"])
     if lessons is None:
         differences += _orphans(root, set(available))
     return differences
 
 
-def render_lesson(source: Path) -> dict[str, bytes]:
-    """Run Otter Assign on one master and return every output file, keyed by repository path."""
+def render_lesson(source: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -> dict[str, bytes]:
+    """Run Otter Assign on one master, and on its Turkish translation; return every output file,
+    keyed by repository path.
+
+    The autograder material comes from the English master only: a Turkish submission is graded with
+    the same tests (its cells have the same ids, its code is the same code).
+    """
     source = Path(source)
     name = source.stem
+    root = source.resolve().parent.parent
     master = _read_notebook(source)
     paths = edition_paths(name)
+    rendered: dict[str, bytes] = {}
+    machine_paths = {str(root)}
+    for language in languages:
+        text = master if language == "en" else translate.translated_master(master, name, root)
+        student, autograder, members, temps = _assign(text, name)
+        machine_paths |= temps
+        suffix = LANGUAGE_SUFFIX[language]
+        source_ids = [cell.get("id") for cell in master["cells"]]
+        rendered[paths["learner" + suffix]] = _notebook_bytes(_clean(student, master, source_ids, language, name))
+        rendered[paths["solution" + suffix]] = _notebook_bytes(_clean(autograder, master, source_ids, language, name))
+        if language == "en":  # the autograder and the saved module come with the English editions
+            for member, data in sorted(members.items()):
+                rendered[f"{paths['autograder']}/{member}"] = data
+    saved = saved_module(name, master)
+    if saved is not None and "en" in languages:
+        rendered[paths["saved"]] = saved
+    for path, data in rendered.items():
+        _ensure_no_machine_paths(path, data, machine_paths)
+    return dict(sorted(rendered.items()))
+
+
+def _assign(master: dict, name: str) -> tuple[dict, dict, dict[str, bytes], set[str]]:
+    """Otter Assign on `master` in a temporary folder: the student and autograder notebooks, the
+    autograder zip's members, and the folder's paths (which must not leak into any output)."""
     with tempfile.TemporaryDirectory(prefix="effitrain-build-") as temp:
         temp = Path(temp)
         _write_master(master, temp / f"{name}.ipynb", name)
@@ -177,24 +236,8 @@ def render_lesson(source: Path) -> dict[str, bytes]:
         if len(zips) != 1:
             raise RuntimeError(f"Otter Assign made {len(zips)} autograder zips for {name}; expected one.")
         with zipfile.ZipFile(zips[0]) as archive:
-            members = {
-                info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()
-            }
-        machine_paths = {str(temp), str(temp.resolve()), str(source.resolve().parent.parent)}
-
-    source_ids = [cell.get("id") for cell in master["cells"]]
-    rendered = {
-        paths["learner"]: _notebook_bytes(_clean(student, master, source_ids)),
-        paths["solution"]: _notebook_bytes(_clean(autograder, master, source_ids)),
-    }
-    saved = saved_module(name, master)
-    if saved is not None:
-        rendered[paths["saved"]] = saved
-    for member, data in sorted(members.items()):
-        rendered[f"{paths['autograder']}/{member}"] = data
-    for path, data in rendered.items():
-        _ensure_no_machine_paths(path, data, machine_paths)
-    return rendered
+            members = {info.filename: archive.read(info) for info in archive.infolist() if not info.is_dir()}
+        return student, autograder, members, {str(temp), str(temp.resolve())}
 
 
 SAVE_MARK = "#@save"
@@ -253,6 +296,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to build, e.g. 00 or 00_start_here (default: all)")
     parser.add_argument("--check", action="store_true", help="only report built files that are stale or missing")
     parser.add_argument("--course", type=Path, default=None, help="the course checkout (default: the one this package runs from)")
+    parser.add_argument("--language", action="append", choices=list(LANGUAGES), default=None,
+                        help="build only the editions in this language (repeatable; default: every edition)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -267,7 +312,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     start = time.perf_counter()
     try:
-        differences = build(check=args.check, root=root, lessons=args.lessons or None)
+        differences = build(check=args.check, root=root, lessons=args.lessons or None,
+                            languages=tuple(args.language or LANGUAGES))
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
@@ -330,7 +376,7 @@ def _run_otter_assign(master: Path, result: Path) -> None:
 # Cleaning
 
 
-def _clean(notebook: dict, master: dict, source_ids: list[str | None]) -> dict:
+def _clean(notebook: dict, master: dict, source_ids: list[str | None], language: str = "en", name: str = "") -> dict:
     """A copy of an otter-made notebook with the setup cell in front and nothing run-specific."""
     cells = []
     for cell in notebook["cells"]:
@@ -347,7 +393,7 @@ def _clean(notebook: dict, master: dict, source_ids: list[str | None]) -> dict:
             kept["attachments"] = cell["attachments"]
         if kept["cell_type"] == "code" and kept["source"].startswith(OTTER_INIT):
             # The lessons' grader is the package's (effitrain_lessons.checks), not otter's.
-            kept["source"] = kept["source"].replace(OTTER_INIT, INIT_COMMENT, 1).replace(
+            kept["source"] = kept["source"].replace(OTTER_INIT, "# " + translator(language)(INIT_COMMENT), 1).replace(
                 "import otter\ngrader = otter.Notebook(", "from effitrain_lessons.checks import Notebook\ngrader = Notebook(")
         cells.append(kept)
 
@@ -357,7 +403,7 @@ def _clean(notebook: dict, master: dict, source_ids: list[str | None]) -> dict:
         "id": SETUP_CELL_ID,
         "metadata": {"deletable": False, "editable": False},
         "outputs": [],
-        "source": setup_cell_source(),
+        "source": setup_cell_source(language),
     }
     cells.insert(0, setup)
     _assign_ids(cells, {i for i in source_ids if i})
@@ -368,6 +414,10 @@ def _clean(notebook: dict, master: dict, source_ids: list[str | None]) -> dict:
             metadata[key] = master["metadata"][key]
     if "otter" in notebook.get("metadata", {}):
         metadata["otter"] = notebook["metadata"]["otter"]
+    metadata["effitrain"] = {"language": language,
+                             "source": f"AUTOGENERATED by `effitrain build` from {LESSONS_DIR}/{name}.ipynb"
+                                       + ("" if language == "en" else f" and {translate.CATALOG_DIR}/{name}.po")
+                                       + ": do not edit; edit the master and run `make notebooks`."}
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
@@ -375,7 +425,7 @@ def _assign_ids(cells: list[dict], source_ids: set[str]) -> None:
     """Keep ids that come from the source; give the cells otter added ids derived from content."""
     taken: set[str] = set()
     for cell in cells:
-        if cell["id"] == SETUP_CELL_ID and cell["source"].startswith("# Setup"):
+        if cell is cells[0] and cell["id"] == SETUP_CELL_ID:  # the setup cell the build puts first
             wanted = SETUP_CELL_ID
         elif cell["id"] in source_ids:
             wanted = cell["id"]
@@ -391,7 +441,7 @@ def _assign_ids(cells: list[dict], source_ids: set[str]) -> None:
 
 def _derived_id(cell: dict) -> str:
     source = cell["source"]
-    if source.startswith(INIT_COMMENT):
+    if "\ngrader = Notebook(" in source:
         return "otter-init"
     match = re.fullmatch(r'grader\.check\("([A-Za-z0-9_-]+)"\)', source.strip())
     if match:
@@ -429,25 +479,22 @@ def _source(cell: dict) -> str:
     return "".join(source) if isinstance(source, list) else source
 
 
-def _committed(root: Path, name: str) -> dict[str, Path]:
-    """The files now in place for one lesson, keyed by repository path."""
+def _committed(root: Path, name: str, languages: tuple[str, ...] = tuple(LANGUAGES)) -> dict[str, Path]:
+    """The files now in place for one lesson's editions in `languages`, keyed by repository path."""
     paths = edition_paths(name)
-    found = {}
-    for key in ("learner", "solution"):
-        if (root / paths[key]).is_file():
-            found[paths[key]] = root / paths[key]
-    if (root / paths["saved"]).is_file():
-        found[paths["saved"]] = root / paths["saved"]
+    keys = [kind + LANGUAGE_SUFFIX[language] for language in languages for kind in ("learner", "solution")]
+    if "en" in languages:
+        keys.append("saved")
+    found = {paths[key]: root / paths[key] for key in keys if (root / paths[key]).is_file()}
     folder = root / paths["autograder"]
-    if folder.is_dir():
+    if "en" in languages and folder.is_dir():
         for file in folder.rglob("*"):
             if file.is_file() and "__pycache__" not in file.parts:
                 found[file.relative_to(root).as_posix()] = file
     return found
 
 
-def _compare(root: Path, name: str, rendered: dict[str, bytes]) -> list[Difference]:
-    committed = _committed(root, name)
+def _compare_files(committed: dict[str, Path], rendered: dict[str, bytes]) -> list[Difference]:
     differences = []
     for path, data in rendered.items():
         if path not in committed:
@@ -458,8 +505,7 @@ def _compare(root: Path, name: str, rendered: dict[str, bytes]) -> list[Differen
     return differences
 
 
-def _write(root: Path, name: str, rendered: dict[str, bytes]) -> list[Difference]:
-    committed = _committed(root, name)
+def _write_files(root: Path, committed: dict[str, Path], rendered: dict[str, bytes]) -> list[Difference]:
     differences = []
     for path, data in rendered.items():
         target = root / path
@@ -471,17 +517,19 @@ def _write(root: Path, name: str, rendered: dict[str, bytes]) -> list[Difference
     for path in sorted(set(committed) - set(rendered)):
         (root / path).unlink()
         differences.append(Difference(path, "removed"))
-    folder = root / edition_paths(name)["autograder"]
+    return differences
+
+
+def _remove_empty_folders(folder: Path) -> None:
     for directory in sorted((d for d in folder.rglob("*") if d.is_dir()), reverse=True):
         if not any(directory.iterdir()):
             directory.rmdir()
-    return differences
 
 
 def _orphans(root: Path, names: set[str]) -> list[Difference]:
     """Editions whose lesson source is gone (reported, never deleted: remove them by hand)."""
     found = []
-    for folder in (LEARNER_DIR, SOLUTIONS_DIR):
+    for folder in (LEARNER_DIR, SOLUTIONS_DIR, TURKISH_DIR, TURKISH_SOLUTIONS_DIR):
         for path in sorted((root / folder).glob("*.ipynb")):
             if LESSON_NAME.fullmatch(path.stem) and path.stem not in names:
                 found.append(Difference(path.relative_to(root).as_posix(), "orphan"))

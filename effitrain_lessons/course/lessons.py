@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = "lessons"
 LEARNER_DIR = "notebooks"
 SOLUTIONS_DIR = "notebooks/solutions"
+TURKISH_DIR = "notebooks/tr"  # the Turkish editions: learner editions here, solution editions in its solutions/
+TURKISH_SOLUTIONS_DIR = "notebooks/tr/solutions"
 AUTOGRADER_DIR = "autograder"
 LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")
 
@@ -65,6 +67,8 @@ def edition_paths(name: str) -> dict[str, str]:
     return {
         "learner": f"{LEARNER_DIR}/{name}.ipynb",
         "solution": f"{SOLUTIONS_DIR}/{name}.ipynb",
+        "learner_tr": f"{TURKISH_DIR}/{name}.ipynb",
+        "solution_tr": f"{TURKISH_SOLUTIONS_DIR}/{name}.ipynb",
         "autograder": f"{AUTOGRADER_DIR}/{name}",
         "saved": f"{SAVED_DIR}/lesson_{name[:2]}.py",
     }
