@@ -14,6 +14,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.effitrain-setup
 PORT ?= 8888
 NO_BROWSER ?=
+EDITION ?= en
 PYTEST_ARGS ?=
 LOWEST ?= .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.effitrain-setup
@@ -60,7 +61,7 @@ $(BWRAP):
 	$(call apt_install,bubblewrap,No apt-get here: install bubblewrap yourself$(comma) or effitrain grade refuses to run.)
 
 lab: setup
-	$(BIN)/effitrain lab --port $(PORT) $(if $(NO_BROWSER),--no-browser)
+	$(BIN)/effitrain lab --lang $(EDITION) --port $(PORT) $(if $(NO_BROWSER),--no-browser)
 
 test: setup browser sandbox
 	EFFITRAIN_CHROMIUM=$(CHROMIUM) EFFITRAIN_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -90,3 +90,26 @@ def nphrase(singular: str, plural: str, n: int, /, **values) -> str:
 def say(template: str, /, **values) -> None:
     """Print `template` in the language in use, with `values` filled in: a lesson's `print`."""
     print(phrase(template, **values))
+
+
+class Sentence(str):
+    """An English sentence that remembers its template and values, so that it can be said again in
+    another language later (the grader records why a submission failed in English for the
+    instructor, and tells the learner in the language of their notebook)."""
+
+    template: str
+    values: dict
+
+    def __new__(cls, template: str, /, **values) -> "Sentence":
+        sentence = super().__new__(cls, template.format(**values))
+        sentence.template, sentence.values = template, values
+        return sentence
+
+    def in_language(self, code: str) -> str:
+        values = {key: in_language(value, code) for key, value in self.values.items()}
+        return translator(code)(self.template).format(**values)
+
+
+def in_language(text: str, code: str) -> str:
+    """`text` in language `code`: a Sentence is translated, any other text is returned as it is."""
+    return text.in_language(code) if isinstance(text, Sentence) else text

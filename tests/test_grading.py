@@ -25,6 +25,7 @@ from effitrain_lessons import checks
 from effitrain_lessons.checks import HONEST
 from effitrain_lessons.course import grade, lessons, report, review, sandbox, submissions
 from effitrain_lessons.course.lessons import ROOT, edition_paths, load_lesson
+from effitrain_lessons.i18n import translator
 
 LESSONS = lessons.lesson_names()
 SANDBOX = sandbox.sandbox_problem()
@@ -94,11 +95,12 @@ def no_sandbox_left() -> bool:
 
 @pytest.fixture(scope="module")
 def editions_batch(tmp_path_factory):
-    """Every lesson's solution and learner edition, graded with the defaults (2 workers)."""
+    """Every lesson's solution and learner edition, English and Turkish, graded with the defaults (2 workers)."""
     folder = tmp_path_factory.mktemp("editions")
     for name in LESSONS:
-        shutil.copy(ROOT / edition_paths(name)["solution"], folder / f"solution_{name}.ipynb")
-        shutil.copy(ROOT / edition_paths(name)["learner"], folder / f"learner_{name}.ipynb")
+        for kind in ("solution", "learner"):
+            shutil.copy(ROOT / edition_paths(name)[kind], folder / f"{kind}_{name}.ipynb")
+            shutil.copy(ROOT / edition_paths(name)[f"{kind}_tr"], folder / f"tr_{kind}_{name}.ipynb")
     before = tree_digest(folder, *COURSE)
     start = time.monotonic()
     results = grade.grade([str(folder)], folder.parent / "editions_out")
@@ -128,15 +130,42 @@ def test_untouched_learner_editions_get_zero(editions_batch):
 
 
 @needs_sandbox
+def test_a_turkish_edition_is_graded_as_its_english_counterpart_with_turkish_feedback(editions_batch):
+    folder, results, _ = editions_batch
+    out = folder.parent / "editions_out"
+    rows = read_csv(out / "grades.csv")
+    turkish = translator("tr")
+    assert turkish("hidden tests: {passed} of {total} passed") != "hidden tests: {passed} of {total} passed"
+    for name in LESSONS:
+        for kind in ("solution", "learner"):
+            english, translated = results[f"{kind}_{name}.ipynb"], results[f"tr_{kind}_{name}.ipynb"]
+            assert translated.status == "graded" and translated.language == "tr", (name, kind, translated.reason)
+            assert {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
+                    for q, r in translated.questions.items()} == \
+                   {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
+                    for q, r in english.questions.items()}, (name, kind)
+        assert results[f"tr_solution_{name}.ipynb"].total == results[f"tr_solution_{name}.ipynb"].possible > 0
+        assert results[f"tr_learner_{name}.ipynb"].total == 0
+        feedback = (out / rows[f"tr_learner_{name}.ipynb"]["feedback"]).read_text(encoding="utf-8")
+        assert turkish("public tests: {passed} of {total} passed").split("{")[0] in feedback
+        assert "public tests:" not in feedback and "hidden tests:" not in feedback, feedback
+    # the public tests' own messages come back in Turkish too: lesson 00's check says the answer is still `...`
+    said = [m for q in results["tr_learner_00_start_here.ipynb"].questions.values() for m in q.public_messages]
+    english = [m for q in results["learner_00_start_here.ipynb"].questions.values() for m in q.public_messages]
+    assert said and english and said != english, (said, english)
+
+
+@needs_sandbox
 def test_results_files_course_and_submissions_untouched(editions_batch):
     folder, results, before = editions_batch
     out = folder.parent / "editions_out"
     rows = read_csv(out / "grades.csv")
     assert set(rows) == set(results)
     assert rows["solution_00_start_here.ipynb"]["q_bytes"] == "1" and rows["learner_00_start_here.ipynb"]["total"] == "0"
-    for row in rows.values():
+    for file, row in rows.items():
         text = (out / row["feedback"]).read_text(encoding="utf-8")
-        assert "hidden tests:" in text and "All test cases passed" not in text
+        hidden = translator("tr" if file.startswith("tr_") else "en")("hidden tests: {passed} of {total} passed")
+        assert hidden.split("{")[0] in text and "All test cases passed" not in text
     assert tree_digest(folder, *COURSE) == before  # submissions and course byte-identical
     assert psutil.Process().children(recursive=True) == [] and no_sandbox_left()
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LEARNER_EDITIONS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+LEARNER_EDITIONS = sorted(p.relative_to(ROOT / "notebooks").as_posix()
+                          for p in [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "notebooks" / "tr").glob("*.ipynb")])
 
 
 @pytest.fixture(scope="module")
@@ -25,10 +26,17 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 
 def test_the_wheel_carries_the_learner_editions_as_they_are_committed(wheel):
     names = wheel.namelist()
-    carried = sorted(n.split("/")[-1] for n in names if n.startswith("effitrain_lessons/notebooks/"))
-    assert carried == LEARNER_EDITIONS and len(carried) >= 5
+    carried = sorted(n[len("effitrain_lessons/notebooks/"):] for n in names
+                     if n.startswith("effitrain_lessons/notebooks/") and n.endswith(".ipynb"))
+    assert carried == LEARNER_EDITIONS and len(carried) >= 10
+    assert sum(name.startswith("tr/") for name in carried) == len(carried) // 2  # each lesson in English and Turkish
     for name in carried:
         assert wheel.read(f"effitrain_lessons/notebooks/{name}") == (ROOT / "notebooks" / name).read_bytes()
+
+
+def test_the_wheel_carries_the_compiled_turkish_catalog(wheel):
+    path = "effitrain_lessons/locale/tr/LC_MESSAGES/effitrain_lessons.mo"
+    assert wheel.read(path) == (ROOT / path).read_bytes()
 
 
 def test_the_wheel_carries_the_code_the_lessons_save_for_launchers(wheel):

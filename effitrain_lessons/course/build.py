@@ -175,7 +175,7 @@ def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = No
         raise ValueError(f"There is no edition in {', '.join(unknown) or 'no language'}: the editions are "
                          f"{', '.join(LANGUAGES)}.")
     differences: list[Difference] = []
-    if "tr" in languages:
+    if "tr" in languages and (root / translate.PACKAGE_CATALOG).is_file():  # a checkout of the package itself
         mo = {translate.PACKAGE_MO: translate.compiled_runtime_catalog(root)}
         found = {translate.PACKAGE_MO: root / translate.PACKAGE_MO} if (root / translate.PACKAGE_MO).is_file() else {}
         differences += _compare_files(found, mo) if check else _write_files(root, found, mo)

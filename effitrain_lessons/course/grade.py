@@ -46,10 +46,12 @@ from effitrain_lessons.course.lessons import (
     resolve_lesson,
 )
 from effitrain_lessons.course.sandbox import Cgroup, Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
+from effitrain_lessons.i18n import ENVIRONMENT, Sentence
 from effitrain_lessons.course.submissions import (
     MAX_ANSWER_CHARS,
     Submission,
     code_cells,
+    edition_language,
     find_submissions,
     identify,
     read_notebook,
@@ -86,6 +88,7 @@ class SubmissionResult:
     peak_memory_mb: float = 0.0
     memory_cap: str = ""  # how the cap was enforced: "cgroup v1", "cgroup v2" or "PSS"
     notes: list[str] = field(default_factory=list)  # for the instructor only (lesson cells that failed, output)
+    language: str = "en"  # the language of the submitted edition: its feedback is written in it
 
     @property
     def total(self) -> float:
@@ -172,19 +175,23 @@ def _grade_one(submission, lessons, limits, lesson_override, confined) -> Submis
     if name is None:
         return SubmissionResult(submission.name, None, "rejected", f"{submission.name} {problem}.")
     answers = {cell_id: source for cell_id, source in code_cells(notebook).items() if cell_id in lessons[name].answers}
-    return grade_answers(submission.name, lessons[name], answers, limits, confined)
+    return grade_answers(submission.name, lessons[name], answers, limits, confined, language=edition_language(notebook))
 
 
 def grade_answers(file: str, lesson: Lesson, answers: dict[str, str], limits: Limits, confined: bool = True,
-                  follow_names: bool = True) -> SubmissionResult:
-    """Grade the learner's `answers` (answer cell id -> source) to `lesson`, in a sandbox."""
-    result = SubmissionResult(file, lesson.name, "graded",
+                  follow_names: bool = True, language: str = "en") -> SubmissionResult:
+    """Grade the learner's `answers` (answer cell id -> source) to `lesson`, in a sandbox.
+
+    `language` is the edition's: the tests are the same in every edition, and the messages of the
+    public tests (and the feedback) come back in that language.
+    """
+    result = SubmissionResult(file, lesson.name, "graded", language=language,
                               questions={q: QuestionResult(q, 0.0, question.points) for q, question in lesson.questions.items()})
     for cell_id, source in list(answers.items()):
         if len(source) > MAX_ANSWER_CHARS:
             answers[cell_id] = ""
-            result.questions[lesson.answers[cell_id]].answer_error = \
-                f"the answer cell is longer than {MAX_ANSWER_CHARS} characters and was not run"
+            result.questions[lesson.answers[cell_id]].answer_error = Sentence(
+                "the answer cell is longer than {limit} characters and was not run", limit=MAX_ANSWER_CHARS)
     for cell_id, source in answers.items():
         for what in review.review_answer(source):
             _add_flag(result, lesson.answers[cell_id], what)
@@ -203,7 +210,8 @@ def _add_flag(result: SubmissionResult, question: str, what: str) -> None:
 
 def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Limits, confined: bool) -> None:
     """Run the plan in a sandbox, feed it the test cases one at a time, and score what comes back."""
-    box = Sandbox([sys.executable, "-I", "-m", "effitrain_lessons.course.worker"], limits, confined=confined)
+    box = Sandbox([sys.executable, "-I", "-m", "effitrain_lessons.course.worker"], limits, confined=confined,
+                  env={ENVIRONMENT: result.language})
     box.start()
     cell_question = {cell["id"]: cell["question"] for cell in cells}
     passed: dict[str, dict[int, bool]] = {q: {} for q in lesson.questions}
@@ -270,18 +278,22 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
             if passed[name].get(case.index):
                 setattr(entry, f"{kind}_passed", getattr(entry, f"{kind}_passed") + 1)
     if outcome.output:
-        result.status, result.reason = "output", f"printed more than the {limits.output_bytes / 1e6:g} MB allowed"
+        result.status, result.reason = "output", Sentence("printed more than the {limit:g} MB allowed",
+                                                          limit=limits.output_bytes / 1e6)
     elif outcome.memory:
-        result.status, result.reason = "memory", f"used more than the {limits.memory_mb} MiB memory cap"
+        result.status, result.reason = "memory", Sentence("used more than the {limit} MiB memory cap", limit=limits.memory_mb)
     elif outcome.timed_out:
-        result.status, result.reason = "timeout", f"did not finish within {limits.timeout_s:g} s (an endless loop?)"
+        result.status, result.reason = "timeout", Sentence("did not finish within {limit:g} s (an endless loop?)",
+                                                           limit=limits.timeout_s)
     elif outcome.protocol:
         result.status, result.reason = "error", f"the submission {outcome.protocol}"
     elif not finished:
         code = outcome.returncode
-        how = f"exit code {code}" if code is not None and code >= 0 else f"signal {-code}" if code else "no exit code"
+        how = (Sentence("exit code {code}", code=code) if code is not None and code >= 0
+               else Sentence("signal {signal}", signal=-code) if code else Sentence("no exit code"))
         result.status = "error"
-        result.reason = f"the notebook's process ended before its tests finished ({how}): an answer may exit or crash Python"
+        result.reason = Sentence("the notebook's process ended before its tests finished ({how}): an answer may exit "
+                                 "or crash Python", how=how)
     if not finished:
         tail = outcome.stderr_head.decode("utf-8", "replace").strip().splitlines()[-3:]
         if tail:

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from effitrain_lessons.course.submissions import readable
+from effitrain_lessons.i18n import in_language, translator
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -80,28 +81,39 @@ def _write(path: Path, text: str) -> None:
 
 
 def feedback_text(result) -> str:
-    """What a learner reads: points per question, which tests ran, why public tests failed, flags."""
-    lines = [f"{clean(result.file)}: {number(result.total)} of {number(result.possible)} points "
-             f"({result.lesson or 'lesson unknown'})"]
+    """What a learner reads, in the language of their notebook: points per question, which tests ran,
+    why public tests failed, flags."""
+    language = getattr(result, "language", "en")
+    _ = translator(language)
+
+    def said(text) -> str:
+        return clean(in_language(text, language))
+
+    lines = [_("{file}: {total} of {possible} points ({lesson})").format(
+        file=clean(result.file), total=number(result.total), possible=number(result.possible),
+        lesson=result.lesson or _("lesson unknown"))]
     if result.status != "graded" or result.reason:
-        lines.append(f"Note: {clean(result.reason) or result.status}.")
+        lines.append(_("Note: {reason}.").format(reason=said(result.reason) or result.status))
     for question in result.questions.values():
         lines.append("")
-        lines.append(f"{question.name}: {number(question.points)} of {number(question.possible)} points")
+        lines.append(_("{question}: {points} of {possible} points").format(
+            question=question.name, points=number(question.points), possible=number(question.possible)))
         if question.missing:
-            lines.append("  The answer cell is missing from the submission (it was deleted or its id changed).")
+            lines.append("  " + _("The answer cell is missing from the submission (it was deleted or its id changed)."))
         if question.answer_error:
-            lines.append(f"  Your answer cell raised {clean(question.answer_error)}")
+            lines.append("  " + _("Your answer cell raised {error}").format(error=said(question.answer_error)))
         if question.public_total or question.hidden_total:
-            lines.append(f"  public tests: {question.public_passed} of {question.public_total} passed")
-            lines.append(f"  hidden tests: {question.hidden_passed} of {question.hidden_total} passed")
+            lines.append("  " + _("public tests: {passed} of {total} passed").format(
+                passed=question.public_passed, total=question.public_total))
+            lines.append("  " + _("hidden tests: {passed} of {total} passed").format(
+                passed=question.hidden_passed, total=question.hidden_total))
         else:
-            lines.append("  no test ran")
+            lines.append("  " + _("no test ran"))
         for message in question.public_messages[:3]:
             if message:
                 lines.append("  " + clean(message.strip())[:500])
     if result.flags:
         lines.append("")
-        lines.append("Flagged for your instructor's review (the score is unchanged):")
+        lines.append(_("Flagged for your instructor's review (the score is unchanged):"))
         lines += [f"  {clean(flag)}" for flag in result.flags]
     return "\n".join(lines) + "\n"

@@ -156,6 +156,17 @@ def cell_ids(notebook: dict) -> set[str]:
     return {cell["id"] for cell in notebook.get("cells", []) if isinstance(cell, dict) and isinstance(cell.get("id"), str)}
 
 
+def edition_language(notebook: dict) -> str:
+    """The language of the edition a notebook was made from (its metadata says; English if it says nothing
+    this course speaks). It chooses only the language of the feedback: the tests are the same."""
+    from effitrain_lessons.i18n import DEFAULT, LANGUAGES
+
+    metadata = notebook.get("metadata")
+    effitrain = metadata.get("effitrain") if isinstance(metadata, dict) else None
+    code = effitrain.get("language") if isinstance(effitrain, dict) else None
+    return code if isinstance(code, str) and code in LANGUAGES else DEFAULT
+
+
 def identify(notebook: dict, lessons: dict[str, Lesson], override: str | None = None) -> tuple[str | None, str]:
     """Which lesson the notebook answers, checked against its cells; or None and why not.
 

@@ -46,7 +46,7 @@ HEADER = {
 # Comments that are instructions to a tool, not text: Otter Assign's, the build's `#@save`, linters'.
 DIRECTIVE = re.compile(r"(@save|(BEGIN |END )?(SOLUTION|PROMPT)( NO PROMPT)?|HIDDEN|IGNORE|SEED|noqa\b.*|type: .*)")
 FENCE = re.compile(r"^ {0,3}(```+|~~~+)")
-RUNTIME_CALLS = {"_": 1, "N_": 1, "phrase": 1, "say": 1, "nphrase": 2}  # name -> how many leading message arguments
+RUNTIME_CALLS = {"_": 1, "N_": 1, "phrase": 1, "say": 1, "nphrase": 2, "Sentence": 1}  # name -> how many leading message arguments
 LESSON_CALLS = {"phrase": 1, "say": 1, "nphrase": 2}
 FUZZY_MATCH = 0.5  # how alike an old English must be to the new one for its translation to come back, fuzzy
 
@@ -305,16 +305,23 @@ def extract(root: Path) -> list[str]:
 
 
 def problems(catalog, messages: list[Message], label: str) -> list[str]:
-    """One line for each message the catalog does not translate (missing) or translates only fuzzily (stale)."""
+    """One line for each message the catalog does not translate: missing (never translated), or stale
+    (translated when its English read otherwise: an entry of the same cell that no English uses any more,
+    or one `effitrain extract` marked fuzzy)."""
     entries = {(entry.msgctxt, entry.msgid): entry for entry in catalog if not entry.obsolete}
+    used = {(message.context, message.text) for message in messages}
+    orphaned = {entry.msgctxt for key, entry in entries.items() if key not in used and entry.msgstr}
     found = []
     for message in messages:
         entry = entries.get((message.context, message.text))
         where = f"cell {message.context}" if message.context else message.where
         short = _short(message.text)
         if entry is None:
-            stale = any(e.msgctxt == message.context and "fuzzy" in e.flags for e in entries.values())
-            found.append(f"{label}: {where}: {'stale' if stale else 'missing'}: no entry for \u201c{short}\u201d")
+            if message.context is not None and message.context in orphaned:
+                found.append(f"{label}: {where}: stale: the English changed since this cell was translated; "
+                             f"no entry for \u201c{short}\u201d")
+            else:
+                found.append(f"{label}: {where}: missing: no entry for \u201c{short}\u201d")
         elif "fuzzy" in entry.flags:
             found.append(f"{label}: {where}: stale: the English changed since \u201c{short}\u201d was translated "
                          "(revise the entry and remove its fuzzy flag)")
@@ -324,6 +331,13 @@ def problems(catalog, messages: list[Message], label: str) -> list[str]:
             found.append(f"{label}: {where}: the translation of \u201c{short}\u201d must use the same "
                          f"{{fields}} as the English: {sorted(_fields(entry.msgid))}")
     return found
+
+
+def unused(catalog, messages: list[Message]) -> list[str]:
+    """The entries no English uses any more (what `effitrain extract` would drop)."""
+    used = {(message.context, message.text) for message in messages}
+    return [f"{entry.msgctxt or ''}: \u201c{_short(entry.msgid)}\u201d" for entry in catalog
+            if not entry.obsolete and (entry.msgctxt, entry.msgid) not in used]
 
 
 def _short(text: str) -> str:

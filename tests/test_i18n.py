@@ -1,0 +1,61 @@
+"""effitrain_lessons.i18n: English by default, the catalog's Turkish once a notebook asks for it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from effitrain_lessons import i18n
+from effitrain_lessons.tables import Table
+
+
+@pytest.fixture()
+def turkish(monkeypatch):
+    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
+    i18n.use_language("tr")
+    yield
+    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
+
+
+def test_english_is_the_default_and_says_every_message_as_written(monkeypatch):
+    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
+    assert i18n.language() == "en"
+    assert i18n._("hidden tests: {passed} of {total} passed") == "hidden tests: {passed} of {total} passed"
+    assert i18n.phrase("{n:,} parameters", n=12345) == "12,345 parameters"
+    assert i18n.nphrase("{n} step", "{n} steps", 1) == "1 step" and i18n.nphrase("{n} step", "{n} steps", 3) == "3 steps"
+
+
+def test_turkish_comes_from_the_catalog_with_the_values_filled_in(turkish, capsys):
+    template = "hidden tests: {passed} of {total} passed"
+    translated = i18n._(template)
+    assert translated != template and "{passed}" in translated and "{total}" in translated
+    i18n.say(template, passed=2, total=3)
+    assert capsys.readouterr().out == translated.format(passed=2, total=3) + "\n"
+    assert i18n._("a sentence no catalog has") == "a sentence no catalog has"  # unknown text passes through
+
+
+def test_tables_speak_the_language_in_use(turkish):
+    table = Table(["validation loss", "synchronizations"], [[0.5, 3]])
+    assert i18n._("validation loss") in str(table) and "validation loss" not in str(table)
+    assert i18n._("synchronizations") in table._repr_html_()
+
+
+def test_a_language_the_lessons_do_not_speak_gets_one_sentence():
+    with pytest.raises(ValueError, match="use_language with one of those"):
+        i18n.use_language("de")
+
+
+def test_processes_a_lesson_starts_speak_its_language(turkish):
+    code = "from effitrain_lessons.i18n import _; print(_('hidden tests: {passed} of {total} passed'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True).stdout
+    assert out.strip() == i18n._("hidden tests: {passed} of {total} passed")
+
+
+def test_a_sentence_is_said_again_in_another_language():
+    sentence = i18n.Sentence("did not finish within {limit:g} s (an endless loop?)", limit=60.0)
+    assert sentence == "did not finish within 60 s (an endless loop?)"
+    assert sentence.in_language("en") == sentence
+    turkish = sentence.in_language("tr")
+    assert turkish != sentence and "60" in turkish
+    assert i18n.in_language("plain text", "tr") == "plain text"
