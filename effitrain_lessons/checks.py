@@ -7,8 +7,10 @@ tests passed", never that everything did.
 
 `Notebook(path)` reads the tests from the notebook file in the kernel's working folder (JupyterLab
 and nbval start the kernel in the notebook's folder). Where the notebook is not on disk (Colab opens
-it from GitHub) or was renamed, the tests come from the same lesson installed with the package, so
-checking needs no network. Nothing here imports otter: a learner's kernel needs only the runtime.
+it from GitHub) or was renamed, the tests come from the same lesson installed with the package, in
+the edition of the language in use (a Turkish notebook reads the Turkish one), so checking needs no
+network. Nothing here imports otter: a learner's kernel needs only the runtime. What a check says
+is in the lesson's language (`effitrain_lessons.i18n`).
 """
 
 from __future__ import annotations
@@ -20,16 +22,25 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-HONEST = "All public tests passed. Hidden tests run when your work is graded, and may still fail."
-ALL_PASSED = "All tests passed, hidden ones included."
+from effitrain_lessons.i18n import DEFAULT, LANGUAGES, N_, _, phrase
+from effitrain_lessons.i18n import language as language_in_use
+
+HONEST = N_("All public tests passed. Hidden tests run when your work is graded, and may still fail.")
+ALL_PASSED = N_("All tests passed, hidden ones included.")
 TRACEBACK_LINES = 6  # of a failing case's traceback, from its end
 
 
-def installed_lessons() -> Path:
-    """The learner editions this installation carries: the wheel's copy, or a checkout's notebooks/."""
+def installed_lessons(language: str = DEFAULT) -> Path:
+    """The learner editions in `language` this installation carries: the wheel's copy, or a
+    checkout's notebooks/; an edition in another language than English is in their `<language>/`
+    (the Turkish ones in notebooks/tr/)."""
+    if language not in LANGUAGES:
+        raise ValueError(phrase("There are lessons in {languages}, not in {language!r}: pass one of those.",
+                                languages=", ".join(LANGUAGES), language=language))
     package = Path(__file__).resolve().parent
     packaged = package / "notebooks"
-    return packaged if packaged.is_dir() else package.parent / "notebooks"
+    folder = packaged if packaged.is_dir() else package.parent / "notebooks"
+    return folder if language == DEFAULT else folder / language
 
 
 def doctest_to_source(code: str, where: str = "a test case") -> str:
@@ -105,13 +116,13 @@ class CheckResult:
     def summary(self) -> str:
         failed = [r for r in self.results if not r.passed]
         if not failed:
-            return ALL_PASSED if self.hidden_ran else HONEST
-        kind = "tests" if self.hidden_ran else "public tests"
-        return f"{len(failed)} of {len(self.results)} {kind} failed."
+            return _(ALL_PASSED) if self.hidden_ran else _(HONEST)
+        if self.hidden_ran:
+            return phrase("{failed} of {total} tests failed.", failed=len(failed), total=len(self.results))
+        return phrase("{failed} of {total} public tests failed.", failed=len(failed), total=len(self.results))
 
     def failures(self) -> list[str]:
-        return [f"Test {r.index}{' (hidden)' if r.hidden else ''}:\n{_indent(r.source)}\n{_indent(r.error)}"
-                for r in self.results if not r.passed]
+        return [f"{_heading(r)}\n{_indent(r.source)}\n{_indent(r.error)}" for r in self.results if not r.passed]
 
     def __repr__(self) -> str:
         return "\n\n".join([f"{self.question}: {self.summary()}", *self.failures()])
@@ -121,6 +132,12 @@ class CheckResult:
         head = (f"<p><strong><code>{html.escape(self.question)}</code></strong>: "
                 f"<span style='color: {colour}'>{html.escape(self.summary())}</span></p>")
         return head + "".join(f"<pre>{html.escape(text)}</pre>" for text in self.failures())
+
+
+def _heading(result: CaseResult) -> str:
+    if result.hidden:
+        return phrase("Test {index} (hidden):", index=result.index)
+    return phrase("Test {index}:", index=result.index)
 
 
 def _indent(text: str) -> str:
@@ -133,16 +150,17 @@ class Notebook:
     def __init__(self, notebook_path: str):
         path = Path(notebook_path)
         if not path.is_file():
-            path = installed_lessons() / path.name
+            path = installed_lessons(language_in_use()) / path.name  # the edition the setup cell's use_language chose
         if not path.is_file():
-            raise FileNotFoundError(f"There is no lesson {notebook_path}: open the lessons with `effitrain lab`, "
-                                    "which puts them in a folder of yours.")
+            raise FileNotFoundError(phrase("There is no lesson {path}: open the lessons with `effitrain lab`, "
+                                           "which puts them in a folder of yours.", path=notebook_path))
         self.path = path
         self.tests = tests_of(json.loads(path.read_text(encoding="utf-8")))
 
     def check(self, question: str, global_env: dict | None = None) -> CheckResult:
         if question not in self.tests:
-            raise KeyError(f"{self.path.name} has no question {question!r}; it has {', '.join(sorted(self.tests))}.")
+            raise KeyError(phrase("{lesson} has no question {question!r}; it has {questions}.",
+                                  lesson=self.path.name, question=question, questions=", ".join(sorted(self.tests))))
         if global_env is None:
             global_env = inspect.currentframe().f_back.f_globals
         cases = self.tests[question]
@@ -158,18 +176,21 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
     told to replace it.
     """
     if predicted is Ellipsis:
-        raise AssertionError(f"{name} is still `...`: replace it with your prediction.")
+        raise AssertionError(phrase("{name} is still `...`: replace it with your prediction.", name=name))
     if type(measured) in (int, float):
         if type(predicted) not in (int, float):
-            raise AssertionError(f"{name} should be a number, like {_show(measured)}; it is {type(predicted).__name__}.")
+            raise AssertionError(phrase("{name} should be a number, like {example}; it is {kind}.",
+                                        name=name, example=_show(measured), kind=type(predicted).__name__))
         if type(measured) is int and type(predicted) is not int:
-            raise AssertionError(f"{name} should be a whole number, like {_show(measured)}; it is {predicted!r}.")
+            raise AssertionError(phrase("{name} should be a whole number, like {example}; it is {predicted!r}.",
+                                        name=name, example=_show(measured), predicted=predicted))
         same = abs(predicted - measured) <= rel * abs(measured)
     else:
         same = type(predicted) is type(measured) and predicted == measured
     if not same:
         raise AssertionError(" ".join(filter(None, [
-            f"You predicted {name} = {_show(predicted)}; the measurement is {_show(measured)}.", why])))
+            phrase("You predicted {name} = {predicted}; the measurement is {measured}.",
+                   name=name, predicted=_show(predicted), measured=_show(measured)), why])))
 
 
 def _show(value) -> str:

@@ -9,6 +9,10 @@ copy of the lessons the package carries in a folder of the learner's (`--dir`, d
 lesson already in that folder is the learner's: it is replaced only when a new version of the
 package brings a different lesson and the learner says yes at the prompt, and then kept beside it
 under a dated name.
+
+`effitrain lab --lang tr` opens the Turkish editions the same way: the checkout's notebooks/tr/, or
+a copy of the installed ones in `<dir>/tr/`, and the lab speaks Turkish (`effitrain_lessons.i18n`).
+What `lab` and `info` print is in the language in use; the command's help stays English.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from pathlib import Path
 from effitrain_lessons import __version__
 from effitrain_lessons.checks import installed_lessons
 from effitrain_lessons.hub import hub_reachable, offline_by_choice
+from effitrain_lessons.i18n import DEFAULT, LANGUAGES, _, phrase, use_language
 
 PACKAGES = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "matplotlib", "ipywidgets", "jupyterlab", "otter-grader"]
 WORK_FOLDER = Path("effitrain-lessons")  # where `effitrain lab` puts the lessons outside a checkout
 MANIFEST = ".effitrain-lessons.json"  # in that folder: each lesson's installed edition, by hash, when copied
+LESSON_FILES = "[0-9][0-9]_*.ipynb"
 
 
 def checkout_lessons() -> Path | None:
@@ -71,23 +77,25 @@ def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[st
     if not isinstance(copied_from, dict):
         copied_from = {}
     done = []
-    for lesson in sorted(source.glob("[0-9][0-9]_*.ipynb")):
+    for lesson in sorted(source.glob(LESSON_FILES)):
         target = folder / lesson.name
         installed = hashlib.sha256(lesson.read_bytes()).hexdigest()
         if not target.exists():
             shutil.copyfile(lesson, target)
-            done.append(f"copied {lesson.name}")
+            done.append(phrase("copied {lesson}", lesson=lesson.name))
         elif target.read_bytes() == lesson.read_bytes() or copied_from.get(lesson.name) == installed:
             pass  # the installed lesson, or the learner's work on it
-        elif confirm(f"Lesson {lesson.stem} of effitrain-lessons {__version__} differs from the one your {target} "
-                     "started from. Replace yours with it? Yours is kept beside it."):
+        elif confirm(phrase("Lesson {lesson} of effitrain-lessons {version} differs from the one your {target} "
+                            "started from. Replace yours with it? Yours is kept beside it.",
+                            lesson=lesson.stem, version=__version__, target=target)):
             kept = target.with_name(f"{lesson.stem}.mine-{time.strftime('%Y%m%d-%H%M%S')}.ipynb")
             target.rename(kept)
             shutil.copyfile(lesson, target)
-            done.append(f"replaced {lesson.name} with this version's lesson; yours is now {kept.name}")
+            done.append(phrase("replaced {lesson} with this version's lesson; yours is now {kept}",
+                               lesson=lesson.name, kept=kept.name))
         else:
-            done.append(f"kept your {lesson.name}, though this version's lesson differs (run `effitrain lab` in a "
-                        "terminal to be asked whether to replace it)")
+            done.append(phrase("kept your {lesson}, though this version's lesson differs (run `effitrain lab` in a "
+                               "terminal to be asked whether to replace it)", lesson=lesson.name))
             continue  # asked again next time
         copied_from[lesson.name] = installed
     manifest_path.write_text(json.dumps(copied_from, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -97,33 +105,54 @@ def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[st
 def info_lines() -> list[str]:
     from effitrain_lessons.device import describe_device
 
-    lines = [f"python {platform.python_version()} on {platform.system()} {platform.machine()}"]
+    lines = [phrase("python {version} on {system} {machine}", version=platform.python_version(),
+                    system=platform.system(), machine=platform.machine())]
     for name in PACKAGES:
         try:
             lines.append(f"{name} {importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
-            lines.append(f"{name} not installed")
+            lines.append(phrase("{package} not installed", package=name))
     lines.append(describe_device())
     if offline_by_choice():
-        lines.append("Hugging Face Hub: not tried (HF_HUB_OFFLINE is set)")
+        lines.append(_("Hugging Face Hub: not tried (HF_HUB_OFFLINE is set)"))
+    elif hub_reachable():
+        lines.append(_("Hugging Face Hub: reachable"))
     else:
-        reachable = hub_reachable()
-        lines.append(f"Hugging Face Hub: {'reachable' if reachable else 'not reachable: the lessons use their bundled data and tiny models'}")
+        lines.append(_("Hugging Face Hub: not reachable: the lessons use their bundled data and tiny models"))
     return lines
 
 
+def edition_folder(folder: Path, language: str) -> Path:
+    """Where the lessons in `language` go in a folder of lessons: the folder itself for English, else its `<language>/`."""
+    return folder if language == DEFAULT else folder / language
+
+
 def run_lab(args: argparse.Namespace) -> int:
-    directory = args.dir or checkout_lessons() or WORK_FOLDER
-    if directory != checkout_lessons():
-        if directory.exists() and not directory.is_dir():
-            print(f"{directory} is a file: pass --dir with a folder for your lessons.", file=sys.stderr)
+    language = args.lang
+    use_language(language)  # what this command prints, and the kernels JupyterLab starts
+    checkout = checkout_lessons()
+    checkout = edition_folder(checkout, language) if checkout else None
+    directory = edition_folder(args.dir, language) if args.dir else checkout or edition_folder(WORK_FOLDER, language)
+    if directory != checkout:
+        for path in dict.fromkeys([args.dir or WORK_FOLDER, directory]):
+            if path.exists() and not path.is_dir():
+                print(phrase("{path} is a file: pass --dir with a folder for your lessons.", path=path), file=sys.stderr)
+                return 2
+        source = installed_lessons(language)
+        if not any(source.glob(LESSON_FILES)):
+            print(phrase("This installation has no lessons in {folder}: install a version of effitrain-lessons that "
+                         "carries them, or build them in a checkout with `effitrain build`.", folder=source), file=sys.stderr)
             return 2
-        for line in copy_lessons(directory):
+        for line in copy_lessons(directory, source):
             print(f"{directory}: {line}")
-        print(f"Your lessons are in {directory.resolve()}.")
+        print(phrase("Your lessons are in {folder}.", folder=directory.resolve()))
+    elif not any(directory.glob(LESSON_FILES)):
+        print(phrase("There are no lessons in {folder}: build them with `effitrain build`.", folder=directory), file=sys.stderr)
+        return 2
     if importlib.util.find_spec("jupyterlab") is None:
-        print(f"JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then run "
-              f"`effitrain lab` again (your lessons are in {directory}).", file=sys.stderr)
+        again = "effitrain lab" if language == DEFAULT else f"effitrain lab --lang {language}"
+        print(phrase("JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then run "
+                     "`{command}` again (your lessons are in {folder}).", command=again, folder=directory), file=sys.stderr)
         return 2
     command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory.resolve()}", f"--port={args.port}"]
     if args.no_browser:
@@ -149,7 +178,10 @@ def parser() -> argparse.ArgumentParser:
     lab.add_argument("--no-browser", action="store_true", help="serve without opening a browser")
     lab.add_argument("--dir", type=Path, default=None,
                      help=f"your folder for the lessons, filled with any lesson it lacks (default: the checkout's "
-                          f"notebooks/, or ./{WORK_FOLDER} outside a checkout)")
+                          f"notebooks/, or ./{WORK_FOLDER} outside a checkout); the Turkish ones go in its tr/")
+    lab.add_argument("--lang", choices=list(LANGUAGES), default=DEFAULT,
+                     help="the lessons' language: " + ", ".join(f"{code} ({name})" for code, name in LANGUAGES.items())
+                          + f" (default: {DEFAULT})")
     lab.set_defaults(run=run_lab)
     info = commands.add_parser("info", help="versions, device, and whether the hub is reachable")
     info.set_defaults(run=run_info)

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 from effitrain_lessons import __version__
+from effitrain_lessons.i18n import phrase
 
 REPOSITORY = "effitrain/effitrain-lessons"
 """The GitHub slug of this repository (the README's Colab and Binder badges open its notebooks)."""
@@ -34,11 +35,16 @@ def install_summary(report_path: str | Path) -> str:
         report = json.loads(Path(report_path).read_text(encoding="utf-8"))
         installed = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in report.get("install", [])}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return f"{DISTRIBUTION} {__version__} is installed (pip left no report of what it changed)."
+        return phrase("{package} {version} is installed (pip left no report of what it changed).",
+                      package=DISTRIBUTION, version=__version__)
     ours = installed.pop(DISTRIBUTION, None)
-    lines = [f"Installed {DISTRIBUTION} {ours}." if ours else f"{DISTRIBUTION} {__version__} was already installed."]
+    if ours:
+        lines = [phrase("Installed {package} {version}.", package=DISTRIBUTION, version=ours)]
+    else:
+        lines = [phrase("{package} {version} was already installed.", package=DISTRIBUTION, version=__version__)]
     if installed:
-        lines.append("Added or upgraded for it: " + ", ".join(f"{name} {version}" for name, version in sorted(installed.items())) + ".")
+        added = ", ".join(f"{name} {version}" for name, version in sorted(installed.items()))
+        lines.append(phrase("Added or upgraded for it: {packages}.", packages=added))
     kept = []
     for name in KEPT:
         if name not in installed:
@@ -47,7 +53,7 @@ def install_summary(report_path: str | Path) -> str:
             except importlib.metadata.PackageNotFoundError:
                 pass
     if kept:
-        lines.append("Kept as Colab has them: " + ", ".join(kept) + ".")
+        lines.append(phrase("Kept as Colab has them: {packages}.", packages=", ".join(kept)))
     from effitrain_lessons.device import describe_device
 
     lines.append(describe_device())

@@ -1,8 +1,10 @@
 """A lesson's self-check quiz: multiple-choice questions answered with immediate feedback.
 
-The questions are written in the lesson (`quiz(Question(...), ...)` in a cell), so each edition
-asks them in its own language. Nothing is graded: a learner checks their own understanding before
-the graded exercises. Where widgets cannot run (a static viewer, a script), the quiz prints as text.
+A lesson's questions live in `effitrain_lessons.quizzes` (`lesson_quiz("NN")`), in English and
+marked for the catalog; the quiz shows every prompt, choice, reason and button in the language in
+use (`effitrain_lessons.i18n`), so each edition asks them in its own language. Nothing is graded: a
+learner checks their own understanding before the graded exercises. Where widgets cannot run (a
+static viewer, a script), the quiz prints as text.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-WORDS = {"check": "Check", "right": "Right.", "wrong": "Not quite: try another answer.", "pick": "Pick an answer first."}
+from effitrain_lessons.i18n import N_, _, phrase
+
+WORDS = {"check": N_("Check"), "right": N_("Right."), "wrong": N_("Not quite: try another answer."),
+         "pick": N_("Pick an answer first.")}  # translated where shown: the language is chosen after import
 
 
 @dataclass(frozen=True)
@@ -26,19 +31,21 @@ class Question:
 
     def __post_init__(self) -> None:
         if len(self.choices) < 2:
-            raise ValueError(f"A question needs at least two choices, got {len(self.choices)}: {self.prompt!r}.")
+            raise ValueError(phrase("A question needs at least two choices, got {count}: {prompt!r}.",
+                                    count=len(self.choices), prompt=self.prompt))
         if not isinstance(self.answer, int) or not 0 <= self.answer < len(self.choices):
-            raise ValueError(f"answer must be the index of a choice, 0 to {len(self.choices) - 1}, got {self.answer!r}.")
+            raise ValueError(phrase("answer must be the index of a choice, 0 to {last}, got {answer!r}.",
+                                    last=len(self.choices) - 1, answer=self.answer))
 
     def feedback(self, choice: int | None) -> str:
         """What the learner reads after checking `choice` (an index, or None for no answer)."""
         if choice is None:
-            return WORDS["pick"]
-        return f"{WORDS['right']} {self.why}" if choice == self.answer else WORDS["wrong"]
+            return _(WORDS["pick"])
+        return f"{_(WORDS['right'])} {_(self.why)}" if choice == self.answer else _(WORDS["wrong"])
 
     def text(self, number: int) -> str:
-        lines = [f"{number}. {self.prompt}"]
-        lines += [f"   {_letter(i)}) {choice}" for i, choice in enumerate(self.choices)]
+        lines = [f"{number}. {_(self.prompt)}"]
+        lines += [f"   {_letter(i)}) {_(choice)}" for i, choice in enumerate(self.choices)]
         return "\n".join(lines)
 
 
@@ -58,7 +65,7 @@ def quiz(*questions: Question):
     where widgets cannot run, lists the questions and their choices.
     """
     if not questions or not all(isinstance(q, Question) for q in questions):
-        raise TypeError("quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...')).")
+        raise TypeError(_("quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...'))."))
     import ipywidgets as widgets
 
     class Quiz(widgets.VBox):
@@ -67,9 +74,9 @@ def quiz(*questions: Question):
 
     items = []
     for number, question in enumerate(questions, 1):
-        options = [(f"{_letter(i)}) {choice.replace('`', '')}", i) for i, choice in enumerate(question.choices)]
+        options = [(f"{_letter(i)}) {_(choice).replace('`', '')}", i) for i, choice in enumerate(question.choices)]
         choice = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
-        button = widgets.Button(description=WORDS["check"])
+        button = widgets.Button(description=_(WORDS["check"]))
         result = widgets.HTML()
 
         def check(_button, question=question, choice=choice, result=result) -> None:
@@ -78,7 +85,7 @@ def quiz(*questions: Question):
             result.value = f"<span style='color: {colour}'>{picked}{_inline_code(question.feedback(choice.value))}</span>"
 
         button.on_click(check)
-        prompt = widgets.HTML(f"<b>{number}.</b> {_inline_code(question.prompt)}")
+        prompt = widgets.HTML(f"<b>{number}.</b> {_inline_code(_(question.prompt))}")
         items.append(widgets.VBox([prompt, choice, widgets.HBox([button, result])]))
     return Quiz(items)
 
@@ -88,5 +95,6 @@ def lesson_quiz(lesson: str):
     from effitrain_lessons.quizzes import QUIZZES
 
     if lesson not in QUIZZES:
-        raise ValueError(f"There is no quiz for lesson {lesson!r}; there are quizzes for {', '.join(sorted(QUIZZES))}.")
+        raise ValueError(phrase("There is no quiz for lesson {lesson!r}; there are quizzes for {lessons}.",
+                                lesson=lesson, lessons=", ".join(sorted(QUIZZES))))
     return quiz(*QUIZZES[lesson])

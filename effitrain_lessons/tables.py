@@ -1,7 +1,9 @@
 """How the package's results print themselves: one table, as aligned text and as HTML.
 
 `StepReport`, `StepTrace`, `TrainingMemory` and the lesson reports return a `Table` so that a
-notebook shows a result by naming it, never by formatting columns by hand.
+notebook shows a result by naming it, never by formatting columns by hand. Its columns, title and
+notes are English when built and shown in the lesson's language (`effitrain_lessons.i18n`): the
+language is chosen after the table's text is written. The cells are data and show as they are.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from effitrain_lessons.i18n import _, phrase
 
 
 @dataclass(frozen=True, repr=False)
@@ -23,25 +27,32 @@ class Table:
     def __post_init__(self) -> None:
         for row in self.rows:
             if len(row) != len(self.columns):
-                raise ValueError(f"A row has {len(row)} cells for {len(self.columns)} columns: {list(row)!r}.")
+                raise ValueError(phrase("A row has {cells} cells for {columns} columns: {row!r}.",
+                                        cells=len(row), columns=len(self.columns), row=list(row)))
+
+    def _words(self) -> tuple[list[str], str | None, list[str]]:
+        """The columns, title and notes in the language in use."""
+        return [_(str(c)) for c in self.columns], _(self.title) if self.title else None, [_(line) for line in self.notes]
 
     def __str__(self) -> str:
-        cells = [[str(c) for c in self.columns], *[[str(c) for c in row] for row in self.rows]]
+        columns, title, notes = self._words()
+        cells = [columns, *[[str(c) for c in row] for row in self.rows]]
         widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
         lines.insert(1, "  ".join("-" * width for width in widths))
-        if self.title:
-            lines.insert(0, self.title)
-        if self.notes:
-            lines += ["", *self.notes]
+        if title:
+            lines.insert(0, title)
+        if notes:
+            lines += ["", *notes]
         return "\n".join(lines)
 
     def __repr__(self) -> str:  # a cell that ends with a Table shows the text where HTML cannot show
         return str(self)
 
     def _repr_html_(self) -> str:
-        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        columns, title, notes = self._words()
+        caption = f"<caption>{html.escape(title)}</caption>" if title else ""
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows)
-        notes = "".join(f"<p>{html.escape(line)}</p>" for line in self.notes)
-        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}"
+        below = "".join(f"<p>{html.escape(line)}</p>" for line in notes)
+        return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{below}"

@@ -3,6 +3,10 @@ one exception is slide 3's qualitative Trainer/Accelerator chart, which places t
 
 Every `plot_*` function returns a closed `Figure`: the notebook shows it once, as the cell's value
 (closing it keeps pyplot from showing it a second time). Used by lessons 1 to 4.
+
+Every word a figure or widget shows is in the lesson's language (`effitrain_lessons.i18n`): the
+module's own labels are marked `N_` where they are defined and translated when drawn, and the titles
+and labels a lesson passes in are translated when drawn too (text the catalog lacks stays as it is).
 """
 
 from __future__ import annotations
@@ -18,26 +22,28 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.checkpointing import SegmentSweep, StepTrace, chen_flops_ratio, chen_memory
+from effitrain_lessons.i18n import N_, _, phrase
 from effitrain_lessons.memory import TrainingMemory, format_bytes
 
+# The keys are what the measurements call each status and part, and the legends' words (translated when drawn).
 STATUS_COLOURS = {
-    "stored": "#3a9e6f",  # kept in memory from the forward pass to the backward pass
-    "deleted": "#d4d4d4",  # freed after the forward pass and not needed again
-    "recomputed": "#f08c2e",  # freed after the forward pass, computed again during the backward pass
+    N_("stored"): "#3a9e6f",  # kept in memory from the forward pass to the backward pass
+    N_("deleted"): "#d4d4d4",  # freed after the forward pass and not needed again
+    N_("recomputed"): "#f08c2e",  # freed after the forward pass, computed again during the backward pass
 }
 MEMORY_COLOURS = {
-    "parameters": "#4c72b0",
-    "gradients": "#8172b2",
-    "optimizer state": "#937860",
-    "activations": "#f08c2e",
+    N_("parameters"): "#4c72b0",
+    N_("gradients"): "#8172b2",
+    N_("optimizer state"): "#937860",
+    N_("activations"): "#f08c2e",
 }
 
-# The A + B = C graph: where each node goes, what it is called, and the edges between them.
+# The A + B = C graph: where each node goes, what it is called, what it does, and the edges between them.
 _NODES = {
-    "x": ((0.0, 0.5), "x", "input"),
-    "A": ((1.0, 0.9), "A", "sin(x): cheap"),
-    "B": ((1.0, 0.1), "B", "x @ W: costly"),
-    "C": ((2.0, 0.5), "C", "A * B"),
+    "x": ((0.0, 0.5), "x", N_("input")),
+    "A": ((1.0, 0.9), "A", N_("sin(x): cheap")),
+    "B": ((1.0, 0.1), "B", N_("x @ W: costly")),
+    "C": ((2.0, 0.5), "C", "A * B"),  # formulas: the same in every language
     "loss": ((3.0, 0.5), "loss", "sum(C)"),
 }
 _EDGES = [("x", "A"), ("x", "B"), ("A", "C"), ("B", "C"), ("C", "loss")]
@@ -52,7 +58,7 @@ def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str |
     """Stacked bars, one per measured setting, of what training holds: parameters, gradients,
     optimizer state and activations (the part checkpointing targets)."""
     if not breakdowns:
-        raise ValueError("plot_memory_breakdown needs at least one measured TrainingMemory, e.g. {'batch 8': ...}.")
+        raise ValueError(_("plot_memory_breakdown needs at least one measured TrainingMemory, e.g. {'batch 8': ...}."))
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.9 * len(breakdowns)), layout="constrained")
     labels = list(breakdowns)
     for row, label in enumerate(labels):
@@ -63,11 +69,11 @@ def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str |
             if mib > 0.06 * max(m.total for m in breakdowns.values()) / 2**20:
                 ax.text(left + mib / 2, row, format_bytes(nbytes), ha="center", va="center", fontsize=8, color="white")
             left += mib
-    ax.set_yticks(range(len(labels)), labels)
+    ax.set_yticks(range(len(labels)), [_(label) for label in labels])
     ax.invert_yaxis()
     ax.set_xlabel("MiB")
-    ax.set_title(title or "What one training step holds in memory (measured)")
-    handles = [Patch(color=c, label=p) for p, c in MEMORY_COLOURS.items()]
+    ax.set_title(_(title) if title else _("What one training step holds in memory (measured)"))
+    handles = [Patch(color=c, label=_(p)) for p, c in MEMORY_COLOURS.items()]
     fig.legend(handles=handles, loc="outside lower center", fontsize=8, frameon=False, ncols=4)
     ax.spines[["top", "right"]].set_visible(False)
     return _finish(fig)
@@ -92,14 +98,14 @@ def _draw_graph(ax, trace: StepTrace, title: str) -> None:
         face = STATUS_COLOURS[status] if status else "white"
         ax.add_patch(Circle((x, y), 0.2, facecolor=face, edgecolor="#333333", lw=1.2))
         ax.text(x, y, label, ha="center", va="center", fontsize=11 if len(label) < 3 else 9, weight="bold")
-        note = role
+        note = _(role)
         if name in ("A", "B", "C"):
             if status == "recomputed":
-                note += f"\nrecomputed x{trace.recomputations(name)}"
+                note += "\n" + phrase("recomputed x{times}", times=trace.recomputations(name))
             elif status == "stored":
-                note += f"\nstored ({format_bytes(kept.get(name, 0))})"
+                note += "\n" + phrase("stored ({size})", size=format_bytes(kept.get(name, 0)))
             else:
-                note += "\ndeleted"
+                note += "\n" + _("deleted")
         ax.text(x, y - 0.27 if y <= 0.5 else y + 0.27, note, ha="center", va="top" if y <= 0.5 else "bottom", fontsize=8)
     ax.set_title(title, fontsize=10)
     ax.set_xlim(-0.35, 3.35)
@@ -115,17 +121,17 @@ def plot_checkpoint_graph(traces: StepTrace | Mapping[str, StepTrace], title: st
     if isinstance(traces, StepTrace):
         traces = {"": traces}
     if not traces or not all(isinstance(t, StepTrace) for t in traces.values()):
-        raise TypeError("plot_checkpoint_graph needs traces from trace_step, e.g. {'no checkpointing': trace}.")
+        raise TypeError(_("plot_checkpoint_graph needs traces from trace_step, e.g. {'no checkpointing': trace}."))
     base = next(iter(traces.values()))
     fig, axes = plt.subplots(1, len(traces), figsize=(4.6 * len(traces), 3.6), layout="constrained", squeeze=False)
     for ax, (name, trace) in zip(axes[0], traces.items()):
-        numbers = f"keeps {format_bytes(trace.kept_bytes)}, FLOPs x{trace.flops / base.flops:.2f}"
-        _draw_graph(ax, trace, f"{name}\n{numbers}" if name else numbers)
-    handles = [Patch(facecolor=c, edgecolor="#333333", label=s) for s, c in STATUS_COLOURS.items()]
-    handles.append(Line2D([], [], color=STATUS_COLOURS["recomputed"], lw=2.4, ls="--", label="rerun in backward"))
+        numbers = phrase("keeps {size}, FLOPs x{ratio:.2f}", size=format_bytes(trace.kept_bytes), ratio=trace.flops / base.flops)
+        _draw_graph(ax, trace, f"{_(name)}\n{numbers}" if name else numbers)
+    handles = [Patch(facecolor=c, edgecolor="#333333", label=_(s)) for s, c in STATUS_COLOURS.items()]
+    handles.append(Line2D([], [], color=STATUS_COLOURS["recomputed"], lw=2.4, ls="--", label=_("rerun in backward")))
     fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=9)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(_(title))
     return _finish(fig)
 
 
@@ -134,29 +140,31 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
     measured points, Chen et al.'s model (memory n/k + k - 1 block activations; FLOPs
     1 + (1 - 1/k)/3), and k = sqrt(n) marked. `highlight` circles one measured k and prints its numbers."""
     if not isinstance(sweep, SegmentSweep):
-        raise TypeError("plot_segments_tradeoff needs the result of sweep_segments(...).")
+        raise TypeError(_("plot_segments_tradeoff needs the result of sweep_segments(...)."))
     n, ks = sweep.n_blocks, sweep.ks
     smooth = [1 + i * (n - 1) / 200 for i in range(201)]
     fig, (memory_ax, compute_ax) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 
     unit = sweep.unit_bytes / 2**10
-    memory_ax.plot(smooth, [chen_memory(n, k) * unit for k in smooth], "--", color="#888888", label="model: (n/k + k - 1) block activations")
-    memory_ax.plot(ks, [sweep.row(k).kept_bytes / 2**10 for k in ks], "o-", color=STATUS_COLOURS["stored"], label="measured: kept for backward")
-    memory_ax.set_ylabel("activations kept for backward (KiB)")
+    memory_ax.plot(smooth, [chen_memory(n, k) * unit for k in smooth], "--", color="#888888",
+                   label=_("model: (n/k + k - 1) block activations"))
+    memory_ax.plot(ks, [sweep.row(k).kept_bytes / 2**10 for k in ks], "o-", color=STATUS_COLOURS["stored"],
+                   label=_("measured: kept for backward"))
+    memory_ax.set_ylabel(_("activations kept for backward (KiB)"))
 
-    compute_ax.plot(smooth, [chen_flops_ratio(k) for k in smooth], "--", color="#888888", label="model: 1 + (1 - 1/k)/3")
-    compute_ax.plot(ks, [sweep.flops_ratio(k) for k in ks], "o-", color=STATUS_COLOURS["recomputed"], label="measured FLOPs")
-    compute_ax.plot(ks, [sweep.seconds_ratio(k) for k in ks], "s:", color="#4c72b0", alpha=0.8, label="measured time")
+    compute_ax.plot(smooth, [chen_flops_ratio(k) for k in smooth], "--", color="#888888", label=_("model: 1 + (1 - 1/k)/3"))
+    compute_ax.plot(ks, [sweep.flops_ratio(k) for k in ks], "o-", color=STATUS_COLOURS["recomputed"], label=_("measured FLOPs"))
+    compute_ax.plot(ks, [sweep.seconds_ratio(k) for k in ks], "s:", color="#4c72b0", alpha=0.8, label=_("measured time"))
     compute_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8)
-    compute_ax.text(1, 4 / 3, " one extra forward (4/3)", va="bottom", fontsize=8, color="#777777")
-    compute_ax.set_ylabel("cost relative to k = 1")
+    compute_ax.text(1, 4 / 3, " " + _("one extra forward (4/3)"), va="bottom", fontsize=8, color="#777777")
+    compute_ax.set_ylabel(_("cost relative to k = 1"))
 
     for ax in (memory_ax, compute_ax):
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
         ax.axvline(math.sqrt(n), color="#333333", lw=1, ls=":", label=f"k = sqrt(n) = {math.sqrt(n):.3g}")
-        ax.set_xlabel(f"segments k (n = {n} blocks)")
+        ax.set_xlabel(phrase("segments k (n = {n} blocks)", n=n))
         ax.spines[["top", "right"]].set_visible(False)
     if highlight is not None:
         row = sweep.row(highlight)
@@ -181,7 +189,7 @@ def segments_explorer(sweep: SegmentSweep, k: int | None = None):
         k = min(sweep.ks, key=lambda value: abs(value - sweep.sqrt_n))
     sweep.row(k)  # a clear error for a k that was not measured
     handle = display(plot_segments_tradeoff(sweep, highlight=k), display_id=True)
-    slider = widgets.SelectionSlider(options=sweep.ks, value=k, description="segments k", continuous_update=False)
+    slider = widgets.SelectionSlider(options=sweep.ks, value=k, description=_("segments k"), continuous_update=False)
 
     def redraw(change) -> None:
         figure = plot_segments_tradeoff(sweep, highlight=change["new"])
@@ -206,11 +214,11 @@ def plot_trainer_vs_accelerator() -> Figure:
         ax.text(custom, ease, name, ha="center", va="center", color="white", fontsize=9, weight="bold")
     ax.annotate("", xy=(0.66, 0.38), xytext=(0.38, 0.7),
                 arrowprops=dict(arrowstyle="->", color="#777777", lw=1.2))
-    ax.text(0.56, 0.6, "you write the loop", fontsize=8, color="#555555", rotation=-40, ha="center")
+    ax.text(0.56, 0.6, _("you write the loop"), fontsize=8, color="#555555", rotation=-40, ha="center")
     ax.set(xlim=(0, 1.05), ylim=(0, 1.05), xticks=[], yticks=[], aspect="equal")
-    ax.set_xlabel("customizability  \u2192")
-    ax.set_ylabel("ease of use  \u2192")
-    ax.set_title("Trainer or Accelerator? (slide 3)", fontsize=11)
+    ax.set_xlabel(_("customizability") + "  \u2192")
+    ax.set_ylabel(_("ease of use") + "  \u2192")
+    ax.set_title(_("Trainer or Accelerator? (slide 3)"), fontsize=11)
     ax.spines[["top", "right"]].set_visible(False)
     return _finish(fig)
 
@@ -221,34 +229,34 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
     from effitrain_lessons.memory import StepReport
 
     if not (isinstance(plain, StepReport) and isinstance(checkpointed, StepReport)):
-        raise TypeError("plot_checkpointing_cost needs two StepReports (for example trainer.step_report()).")
+        raise TypeError(_("plot_checkpointing_cost needs two StepReports (for example trainer.step_report())."))
     fig, (memory_ax, cost_ax) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
-    names = ["without", "with"]
+    names = [_("without"), _("with")]  # the x axis says what: checkpointing
     colours = [MEMORY_COLOURS["activations"], STATUS_COLOURS["stored"]]
     values = [plain.saved_bytes / 2**10, checkpointed.saved_bytes / 2**10]
     bars = memory_ax.bar(names, values, color=colours)
     memory_ax.bar_label(bars, [format_bytes(plain.saved_bytes), format_bytes(checkpointed.saved_bytes)], fontsize=9)
-    memory_ax.set_ylabel("activations saved for backward (KiB)")
-    memory_ax.set_title("memory per micro-batch", fontsize=10)
+    memory_ax.set_ylabel(_("activations saved for backward (KiB)"))
+    memory_ax.set_title(_("memory per micro-batch"), fontsize=10)
 
     ratio = checkpointed / plain
     x = range(2)
     width = 0.38
-    flop_bars = cost_ax.bar([i - width / 2 for i in x], [1.0, ratio.flops], width, color="#8172b2", label="FLOPs")
-    time_bars = cost_ax.bar([i + width / 2 for i in x], [1.0, ratio.seconds], width, color="#4c72b0", label="time")
+    flop_bars = cost_ax.bar([i - width / 2 for i in x], [1.0, ratio.flops], width, color="#8172b2", label=_("FLOPs"))
+    time_bars = cost_ax.bar([i + width / 2 for i in x], [1.0, ratio.seconds], width, color="#4c72b0", label=_("time"))
     cost_ax.bar_label(flop_bars, ["1", f"{ratio.flops:.2f}"], fontsize=9)
     cost_ax.bar_label(time_bars, ["1", f"{ratio.seconds:.2f}"], fontsize=9)
     cost_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8, ls="--")
     cost_ax.text(-0.45, 4 / 3, "4/3", va="bottom", fontsize=8, color="#777777")
     cost_ax.set_xticks(list(x), names)
-    cost_ax.set_ylabel("relative to without checkpointing")
-    cost_ax.set_title("compute per micro-batch", fontsize=10)
+    cost_ax.set_ylabel(_("relative to without checkpointing"))
+    cost_ax.set_title(_("compute per micro-batch"), fontsize=10)
     cost_ax.legend(fontsize=8, frameon=False, loc="upper left")
     for ax in (memory_ax, cost_ax):
-        ax.set_xlabel("checkpointing")
+        ax.set_xlabel(_("checkpointing"))
         ax.spines[["top", "right"]].set_visible(False)
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_(title), fontsize=11)
     return _finish(fig)
 
 
@@ -256,35 +264,36 @@ def plot_loop_curves(losses, learning_rates, title: str | None = None) -> Figure
     """Training loss (left) and learning rate (right) after each optimizer step, as measured by
     a training loop (lesson 3's `watch_training` measures both)."""
     if not losses or len(losses) != len(learning_rates):
-        raise ValueError("plot_loop_curves needs one loss and one learning rate per optimizer step (a TrainingRun's).")
+        raise ValueError(_("plot_loop_curves needs one loss and one learning rate per optimizer step (a TrainingRun's)."))
     steps = range(1, len(losses) + 1)
     fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
     loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=1)
-    loss_ax.set_ylabel("training loss (mean of the micro-batches)")
+    loss_ax.set_ylabel(_("training loss (mean of the micro-batches)"))
     lr_ax.plot(steps, learning_rates, color=MEMORY_COLOURS["parameters"])
-    lr_ax.set_ylabel("learning rate")
+    lr_ax.set_ylabel(_("learning rate"))
     for ax in (loss_ax, lr_ax):
-        ax.set_xlabel("optimizer step")
+        ax.set_xlabel(_("optimizer step"))
         ax.spines[["top", "right"]].set_visible(False)
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_(title), fontsize=11)
     return _finish(fig)
 
 
 def plot_schedules(schedules: Mapping[str, list[float]], title: str | None = None) -> Figure:
     """Measured learning-rate schedules, one line each, against the optimizer step (lesson 3)."""
     if not schedules:
-        raise ValueError("plot_schedules needs at least one named schedule.")
+        raise ValueError(_("plot_schedules needs at least one named schedule."))
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     for (label, rates), colour in zip(schedules.items(), ("#3a9e6f", "#d1495b", "#4c72b0", "#937860")):
-        ax.plot(range(1, len(rates) + 1), rates, color=colour, lw=2, label=f"{label}: ends at {rates[-1]:.2g}")
-    ax.set_xlabel("optimizer step")
-    ax.set_ylabel("learning rate (peak = 1)")
+        ax.plot(range(1, len(rates) + 1), rates, color=colour, lw=2,
+                label=phrase("{label}: ends at {rate:.2g}", label=_(label), rate=rates[-1]))
+    ax.set_xlabel(_("optimizer step"))
+    ax.set_ylabel(_("learning rate (peak = 1)"))
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8, frameon=False)
     ax.spines[["top", "right"]].set_visible(False)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(_(title), fontsize=10)
     return _finish(fig)
 
 
@@ -293,7 +302,7 @@ def plot_sync_timeline(syncs: Mapping[str, list[int]], steps: int, devices: int 
     vertical bar wherever the devices synchronize. `syncs` maps a label to the steps (1-based) after
     which that schedule communicated; lesson 4 draws the rule first, then the measured steps."""
     if not syncs:
-        raise ValueError("plot_sync_timeline needs at least one schedule of synchronization steps.")
+        raise ValueError(_("plot_sync_timeline needs at least one schedule of synchronization steps."))
     fig, axes = plt.subplots(len(syncs), 1, figsize=(10, 1.1 + 0.45 * devices * len(syncs)), layout="constrained",
                              squeeze=False)
     for ax, (label, at) in zip(axes[:, 0], syncs.items()):
@@ -303,15 +312,16 @@ def plot_sync_timeline(syncs: Mapping[str, list[int]], steps: int, devices: int 
         for step in at:
             if 1 <= step <= steps:
                 ax.axvline(step + 0.0, color=STATUS_COLOURS["recomputed"], lw=2.5)
-        ax.set_yticks(range(devices), [f"device {d}" for d in range(devices)])
+        ax.set_yticks(range(devices), [phrase("device {number}", number=d) for d in range(devices)])
         ax.set_xlim(0, steps + 0.5)
-        ax.set_title(f"{label}: {len([s for s in at if 1 <= s <= steps])} synchronizations in {steps} steps",
+        ax.set_title(phrase("{label}: {count} synchronizations in {steps} steps",
+                            label=_(label), count=len([s for s in at if 1 <= s <= steps]), steps=steps),
                      fontsize=9, loc="left")
         ax.spines[["top", "right", "left"]].set_visible(False)
         ax.invert_yaxis()
-    axes[-1, 0].set_xlabel("training step (blue: compute; orange: all-reduce)")
+    axes[-1, 0].set_xlabel(_("training step (blue: compute; orange: all-reduce)"))
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_(title), fontsize=11)
     return _finish(fig)
 
 
@@ -322,42 +332,42 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
     `rows` are dicts with k, synchronizations, megabytes, eval_loss, eval_accuracy; `baseline` the same
     for data parallel (its k is ignored)."""
     if not rows:
-        raise ValueError("plot_local_sgd_sweep needs at least one Local SGD row.")
+        raise ValueError(_("plot_local_sgd_sweep needs at least one Local SGD row."))
     ks = [row["k"] for row in rows]
     fig, (comm_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
-    comm_ax.plot(ks, [row["synchronizations"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label="synchronizations")
-    comm_ax.axhline(baseline["synchronizations"], color=STATUS_COLOURS["recomputed"], ls="--", lw=1, label="data parallel")
-    comm_ax.set_ylabel("synchronizations per process")
+    comm_ax.plot(ks, [row["synchronizations"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label=_("synchronizations"))
+    comm_ax.axhline(baseline["synchronizations"], color=STATUS_COLOURS["recomputed"], ls="--", lw=1, label=_("data parallel"))
+    comm_ax.set_ylabel(_("synchronizations per process"))
     bytes_ax = comm_ax.twinx()
-    bytes_ax.plot(ks, [row["megabytes"] for row in rows], "s:", color=MEMORY_COLOURS["parameters"], label="MB all-reduced")
+    bytes_ax.plot(ks, [row["megabytes"] for row in rows], "s:", color=MEMORY_COLOURS["parameters"], label=_("MB all-reduced"))
     bytes_ax.axhline(baseline["megabytes"], color=MEMORY_COLOURS["parameters"], ls="--", lw=1)
-    bytes_ax.set_ylabel("MB all-reduced per process")
+    bytes_ax.set_ylabel(_("MB all-reduced per process"))
     for ax in (comm_ax, bytes_ax):
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(ScalarFormatter())
         ax.yaxis.set_minor_formatter(NullFormatter())
     handles = comm_ax.get_legend_handles_labels()[0] + bytes_ax.get_legend_handles_labels()[0]
     comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="lower left")
-    comm_ax.set_title("communication", fontsize=10)
+    comm_ax.set_title(_("communication"), fontsize=10)
 
-    loss_ax.plot(ks, [row["eval_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label="validation loss")
+    loss_ax.plot(ks, [row["eval_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label=_("validation loss"))
     loss_ax.axhline(baseline["eval_loss"], color=MEMORY_COLOURS["activations"], ls="--", lw=1)
-    loss_ax.set_ylabel("final validation loss")
+    loss_ax.set_ylabel(_("final validation loss"))
     accuracy_ax = loss_ax.twinx()
-    accuracy_ax.plot(ks, [row["eval_accuracy"] for row in rows], "s:", color=STATUS_COLOURS["stored"], label="validation accuracy")
+    accuracy_ax.plot(ks, [row["eval_accuracy"] for row in rows], "s:", color=STATUS_COLOURS["stored"], label=_("validation accuracy"))
     accuracy_ax.axhline(baseline["eval_accuracy"], color=STATUS_COLOURS["stored"], ls="--", lw=1)
-    accuracy_ax.set_ylabel("validation accuracy")
+    accuracy_ax.set_ylabel(_("validation accuracy"))
     handles = loss_ax.get_legend_handles_labels()[0] + accuracy_ax.get_legend_handles_labels()[0]
     loss_ax.legend(handles=handles, fontsize=8, frameon=False, loc="best")
-    loss_ax.set_title("what it costs in quality (dashed: data parallel)", fontsize=10)
+    loss_ax.set_title(_("what it costs in quality (dashed: data parallel)"), fontsize=10)
     for ax in (comm_ax, loss_ax):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_xlabel("K (local_sgd_steps)")
+        ax.set_xlabel("K (local_sgd_steps)")  # a symbol and a parameter's name: no words to translate
         ax.spines[["top"]].set_visible(False)
     if title:
-        fig.suptitle(title, fontsize=11)
+        fig.suptitle(_(title), fontsize=11)
     return _finish(fig)
 
 
@@ -370,11 +380,11 @@ def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4)
 
     handle = display(figure, display_id=True)
     slider = widgets.SelectionSlider(options=list(ks), value=k, description="K", continuous_update=False)
-    menu = widgets.Dropdown(options=list(processes), value=num_processes, description="processes")
-    status = widgets.Label(value="Move K or change the number of processes to run again.")
+    menu = widgets.Dropdown(options=list(processes), value=num_processes, description=_("processes"))
+    status = widgets.Label(value=_("Move K or change the number of processes to run again."))
 
     def rerun(_change) -> None:
-        status.value = f"running K={slider.value} on {menu.value} processes..."
+        status.value = phrase("running K={k} on {processes} processes...", k=slider.value, processes=menu.value)
         try:
             new = run(slider.value, menu.value)
         except (RuntimeError, ValueError) as error:
@@ -382,7 +392,7 @@ def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4)
             return
         if handle is not None:
             handle.update(new)
-        status.value = f"K={slider.value}, {menu.value} processes: measured just now."
+        status.value = phrase("K={k}, {processes} processes: measured just now.", k=slider.value, processes=menu.value)
 
     slider.observe(rerun, names="value")
     menu.observe(rerun, names="value")
@@ -416,26 +426,27 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
     at a time (orange), so the peak is about n/k + k and the step is one forward pass longer."""
     whole_numbers(n_layers=n_layers, segments=segments)
     if segments < 2 or n_layers % segments:
-        raise ValueError(f"segments must divide n_layers and be at least 2, got {segments} for {n_layers} layers.")
-    colours = {"forward": "#4c72b0", "recompute": STATUS_COLOURS["recomputed"], "backward": STATUS_COLOURS["stored"]}
-    cases = {"without checkpointing": 1, f"checkpointing, {segments} segments": segments}
+        raise ValueError(phrase("segments must divide n_layers and be at least 2, got {segments} for {n_layers} layers.",
+                                segments=segments, n_layers=n_layers))
+    colours = {N_("forward"): "#4c72b0", N_("recompute"): STATUS_COLOURS["recomputed"], N_("backward"): STATUS_COLOURS["stored"]}
+    cases = {_("without checkpointing"): 1, phrase("checkpointing, {segments} segments", segments=segments): segments}
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True, layout="constrained")
     longest = 2 * n_layers + n_layers
     for ax, (title, k) in zip(axes, cases.items()):
         timeline = _memory_over_step(n_layers, k)
         for t, (phase, held) in enumerate(timeline):
             ax.bar(t + 0.5, held, width=1.0, color=colours[phase], edgecolor="white", linewidth=0.5)
-        peak = max(held for _, held in timeline)
+        peak = max(held for _phase, held in timeline)
         ax.axhline(peak, color="#333333", lw=0.8, ls=":")
-        ax.text(len(timeline), peak, f"peak {peak}", ha="right", va="bottom", fontsize=9)
+        ax.text(len(timeline), peak, phrase("peak {peak}", peak=peak), ha="right", va="bottom", fontsize=9)
         ax.set_xlim(0, longest)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel(f"time: layer computations ({len(timeline)} in this step)")
+        ax.set_xlabel(phrase("time: layer computations ({count} in this step)", count=len(timeline)))
         ax.spines[["top", "right"]].set_visible(False)
-    axes[0].set_ylabel("activations held (layers' worth)")
-    handles = [Patch(color=c, label=phase) for phase, c in colours.items()]
+    axes[0].set_ylabel(_("activations held (layers' worth)"))
+    handles = [Patch(color=c, label=_(phase)) for phase, c in colours.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
-    fig.suptitle(f"A drawing, not a measurement: {n_layers} layers, one step", fontsize=10)
+    fig.suptitle(phrase("A drawing, not a measurement: {n_layers} layers, one step", n_layers=n_layers), fontsize=10)
     return _finish(fig)
 
 
@@ -451,9 +462,9 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
     Used by lesson 4 before it measures the same thing."""
     whole_numbers(k=k, steps=steps, devices=devices)
     if devices < 2:
-        raise ValueError(f"devices must be at least 2 to have something to synchronize, got {devices}.")
-    cases = {"data parallel (DDP): gradients all-reduced every step": None,
-             f"Local SGD, K = {k}: parameters averaged every {k} steps": k}
+        raise ValueError(phrase("devices must be at least 2 to have something to synchronize, got {devices}.", devices=devices))
+    cases = {_("data parallel (DDP): gradients all-reduced every step"): None,
+             phrase("Local SGD, K = {k}: parameters averaged every {k} steps", k=k): k}
     fig, axes = plt.subplots(len(cases), 1, figsize=(10, 1.3 + 0.55 * devices * len(cases)), layout="constrained")
     for ax, (title, every) in zip(axes, cases.items()):
         marks = _sync_marks(every, steps)
@@ -468,16 +479,19 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
         for step in marks:
             ax.add_patch(FancyArrowPatch((step, -0.4), (step, devices - 0.6), arrowstyle="<->", mutation_scale=12,
                                          color=STATUS_COLOURS["recomputed"], lw=2))
-        what = "gradients" if every is None else "parameters"
-        ax.text(steps + 0.3, (devices - 1) / 2, f"{len(marks)} all-reduces\nof the {what}", va="center", fontsize=9)
-        ax.set_yticks(range(devices), [f"process {d}" for d in range(devices)])
+        if every is None:
+            what = phrase("{count} all-reduces\nof the gradients", count=len(marks))
+        else:
+            what = phrase("{count} all-reduces\nof the parameters", count=len(marks))
+        ax.text(steps + 0.3, (devices - 1) / 2, what, va="center", fontsize=9)
+        ax.set_yticks(range(devices), [phrase("process {number}", number=d) for d in range(devices)])
         ax.set_xticks(range(1, steps + 1))
         ax.set_xlim(0, steps + 2.2)
         ax.set_ylim(devices - 0.2, -0.8)
         ax.set_title(title, fontsize=10, loc="left")
         ax.spines[["top", "right", "left"]].set_visible(False)
-    axes[-1].set_xlabel("training step (blue: a copy's forward, backward and optimizer step; orange: an all-reduce)")
-    fig.suptitle("A drawing, not a measurement", fontsize=10)
+    axes[-1].set_xlabel(_("training step (blue: a copy's forward, backward and optimizer step; orange: an all-reduce)"))
+    fig.suptitle(_("A drawing, not a measurement"), fontsize=10)
     return _finish(fig)
 
 
@@ -486,16 +500,16 @@ def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Fi
     (lesson 4's explore exercise): the price of communication, in loss. `rows` are
     `local_sgd.summary` dicts; each point is labelled with its run."""
     if not rows:
-        raise ValueError("plot_loss_against_bytes needs at least one run's summary.")
+        raise ValueError(_("plot_loss_against_bytes needs at least one run's summary."))
     fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
     for row in rows:
         colour = MEMORY_COLOURS["parameters"] if row["k"] is None else STATUS_COLOURS["recomputed"]
         ax.scatter(row["megabytes"], row["eval_loss"], color=colour, zorder=3)
-        ax.annotate(row["run"], (row["megabytes"], row["eval_loss"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.annotate(_(row["run"]), (row["megabytes"], row["eval_loss"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.set_xscale("log")
-    ax.set_xlabel("MB all-reduced per process (log scale)")
-    ax.set_ylabel("final validation loss")
+    ax.set_xlabel(_("MB all-reduced per process (log scale)"))
+    ax.set_ylabel(_("final validation loss"))
     ax.spines[["top", "right"]].set_visible(False)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(_(title), fontsize=10)
     return _finish(fig)

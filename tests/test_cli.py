@@ -1,5 +1,6 @@
-"""The `effitrain` command: info, lab (a real JupyterLab on a free port) and its errors."""
+"""The `effitrain` command: info, lab (a real JupyterLab on a free port, the Turkish editions with --lang tr) and its errors."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -141,3 +142,101 @@ def test_lab_without_jupyterlab_copies_the_lessons_and_says_what_to_install(tmp_
     captured = capsys.readouterr()
     assert "pip install 'effitrain-lessons[lab]'" in captured.err and len(captured.err.strip().splitlines()) == 1
     assert lesson_files(tmp_path / "mine") == lesson_files(ROOT / "notebooks")
+
+
+def test_in_a_checkout_the_turkish_lessons_are_its_notebooks_tr():
+    from effitrain_lessons.checks import installed_lessons
+
+    assert cli.edition_folder(cli.checkout_lessons(), "tr") == ROOT / "notebooks" / "tr"
+    assert installed_lessons("tr") == installed_lessons() / "tr" == ROOT / "notebooks" / "tr"
+    with pytest.raises(SystemExit):
+        cli.parser().parse_args(["lab", "--lang", "xx"])
+
+
+@pytest.fixture
+def jupyterlab(monkeypatch):
+    """The command lines `effitrain lab` would replace itself with, JupyterLab never started; the
+    language `--lang` chooses is undone after the test."""
+    monkeypatch.setenv("EFFITRAIN_LANGUAGE", "en")
+    started = []
+    monkeypatch.setattr(cli.os, "execv", lambda path, command: started.append(command))
+    return started
+
+
+def fake_editions(folder: Path, language: str) -> dict[str, bytes]:
+    """Two lessons in `language` (stand-ins where the real editions are not built yet)."""
+    folder.mkdir(parents=True)
+    for name in ("00_start_here", "01_checkpointing_first_principles"):
+        (folder / f"{name}.ipynb").write_text(json.dumps({"lesson": name, "language": language}), encoding="utf-8")
+    return lesson_files(folder)
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """As after `pip install`: no checkout, and the package's English and Turkish editions."""
+    folder = tmp_path / "site-packages" / "notebooks"
+    fake_editions(folder, "en")
+    fake_editions(folder / "tr", "tr")
+    monkeypatch.setattr(cli, "checkout_lessons", lambda: None)
+    monkeypatch.setattr(cli, "installed_lessons", lambda language="en": folder if language == "en" else folder / language)
+    return folder
+
+
+def opened_folder(command: list[str]) -> Path:
+    (root_dir,) = [part for part in command if part.startswith("--ServerApp.root_dir=")]
+    return Path(root_dir.split("=", 1)[1])
+
+
+def test_lab_in_turkish_copies_the_turkish_editions_into_tr_and_opens_jupyterlab_there(installed, jupyterlab, tmp_path,
+                                                                                       monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    cli.main(["lab", "--lang", "tr", "--no-browser"])
+    folder = tmp_path / "effitrain-lessons" / "tr"  # the default folder's tr/
+    assert lesson_files(folder) == lesson_files(installed / "tr")
+    assert not list(folder.parent.glob("*.ipynb"))  # the English editions were not asked for
+    manifest = json.loads((folder / cli.MANIFEST).read_text(encoding="utf-8"))
+    assert manifest == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (installed / "tr").glob("*.ipynb")}
+    (command,) = jupyterlab
+    assert opened_folder(command) == folder.resolve() and "--no-browser" in command
+    assert os.environ["EFFITRAIN_LANGUAGE"] == "tr"  # the lab and its kernels speak Turkish
+    out = capsys.readouterr().out
+    assert str(folder.resolve()) in out and all(name in out for name in manifest)
+
+    # The learner's work in tr/ is theirs, as in the English folder: never copied over.
+    first = sorted(manifest)[0]
+    (folder / first).write_text("benim cevaplarım", encoding="utf-8")
+    cli.main(["lab", "--lang", "tr"])
+    assert (folder / first).read_text(encoding="utf-8") == "benim cevaplarım"
+    assert opened_folder(jupyterlab[-1]) == folder.resolve()
+
+
+def test_lab_in_turkish_with_dir_uses_its_tr_folder_beside_the_english_lessons(installed, jupyterlab, tmp_path):
+    mine = tmp_path / "mine"
+    cli.main(["lab", "--dir", str(mine)])
+    cli.main(["lab", "--dir", str(mine), "--lang", "tr"])
+    assert lesson_files(mine) == lesson_files(installed) and lesson_files(mine / "tr") == lesson_files(installed / "tr")
+    assert (mine / cli.MANIFEST).is_file() and (mine / "tr" / cli.MANIFEST).is_file()  # one manifest per edition
+    assert [opened_folder(command) for command in jupyterlab] == [mine.resolve(), (mine / "tr").resolve()]
+
+
+def test_lab_in_turkish_in_a_checkout_opens_its_notebooks_tr(jupyterlab, tmp_path, monkeypatch):
+    notebooks = tmp_path / "checkout" / "notebooks"
+    fake_editions(notebooks, "en")
+    turkish = fake_editions(notebooks / "tr", "tr")
+    monkeypatch.setattr(cli, "checkout_lessons", lambda: notebooks)
+    cli.main(["lab", "--lang", "tr"])
+    (command,) = jupyterlab
+    assert opened_folder(command) == (notebooks / "tr").resolve()
+    assert lesson_files(notebooks / "tr") == turkish and not (notebooks / "tr" / cli.MANIFEST).exists()  # nothing copied
+
+
+def test_lab_in_turkish_without_turkish_editions_says_so(jupyterlab, tmp_path, monkeypatch, capsys):
+    notebooks = tmp_path / "checkout" / "notebooks"
+    fake_editions(notebooks, "en")  # a checkout whose Turkish editions are not built
+    monkeypatch.setattr(cli, "checkout_lessons", lambda: notebooks)
+    monkeypatch.setattr(cli, "installed_lessons", lambda language="en": notebooks if language == "en" else notebooks / language)
+    assert cli.main(["lab", "--lang", "tr"]) == 2
+    assert cli.main(["lab", "--lang", "tr", "--dir", str(tmp_path / "mine")]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2 and all(str(notebooks / "tr") in line for line in errors)
+    assert jupyterlab == [] and not (tmp_path / "mine" / "tr").exists()
