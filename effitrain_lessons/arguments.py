@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from effitrain_lessons.i18n import phrase
+
 
 def whole_numbers(**values: object) -> None:
     """Raise one sentence for the first value that is not a whole number of at least 1.
@@ -11,7 +13,8 @@ def whole_numbers(**values: object) -> None:
     """
     for name, value in values.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a whole number of at least 1, got {value!r}.")
+            raise ValueError(phrase("{name} must be a whole number of at least 1, got {value!r}.",
+                                    name=name, value=value))
 
 
 def command_line(config_class, argv=None, **parser_options):

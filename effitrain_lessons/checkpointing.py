@@ -38,6 +38,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint_sequential
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.device import synchronize
+from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.memory import count_step, format_bytes, format_flops, storage_key
 from effitrain_lessons.tables import Table
 
@@ -111,9 +112,9 @@ def keep_ops_policy(ops: Iterable) -> Callable:
     kept = frozenset(ops)
     for op in kept:
         if isinstance(op, torch._ops.OpOverloadPacket):
-            raise TypeError(f"{op} names a family of overloads: pass one of them, e.g. {op}.default.")
+            raise TypeError(phrase("{op} names a family of overloads: pass one of them, e.g. {op}.default.", op=op))
         if not isinstance(op, torch._ops.OpOverload):
-            raise TypeError(f"keep_ops_policy needs ops such as torch.ops.aten.mm.default, got {op!r}.")
+            raise TypeError(phrase("keep_ops_policy needs ops such as torch.ops.aten.mm.default, got {op!r}.", op=op))
 
     def policy(ctx, op, *args, **kwargs) -> CheckpointPolicy:
         return CheckpointPolicy.MUST_SAVE if op in kept else CheckpointPolicy.PREFER_RECOMPUTE
@@ -140,7 +141,7 @@ def log_policy(policy: Callable) -> tuple[Callable, PolicyLog]:
     cache holds exactly those outputs. Returns the wrapped policy and its log. Used by lesson 1.
     """
     if not callable(policy):
-        raise TypeError("log_policy needs a policy function (ctx, op, *args, **kwargs) -> CheckpointPolicy.")
+        raise TypeError(_("log_policy needs a policy function (ctx, op, *args, **kwargs) -> CheckpointPolicy."))
     log = PolicyLog()
 
     def logged(ctx, op, *args, **kwargs):
@@ -197,7 +198,8 @@ class StepTrace:
         return self.recomputed.get(name, 0)
 
     def status(self, name: str) -> str:
-        """'recomputed', 'stored' or 'deleted': what happened to the tensor `name` between the passes."""
+        """'recomputed', 'stored' or 'deleted': what happened to the tensor `name` between the passes
+        (a value to compare, not a sentence: it is the same in every language)."""
         if self.recomputations(name):
             return "recomputed"
         if any(r.name == name for r in self.kept) or any(r.name == name for r in self.saved):
@@ -209,16 +211,19 @@ class StepTrace:
         hooked = {r.name for r in self.saved}
         rows = []
         for r in self.saved:
-            holder = "autograd (saved-tensor hooks)" if r.made_in_forward else "autograd or checkpoint (not made by the step)"
+            if r.made_in_forward:
+                holder = _("autograd (saved-tensor hooks)")
+            else:
+                holder = _("autograd or checkpoint (not made by the step)")
             rows.append((r.name, str(r.shape), format_bytes(r.nbytes), holder))
         for r in self.kept:
             if r.name not in hooked:
-                rows.append((r.name, str(r.shape), format_bytes(r.nbytes), "something the hooks do not see"))
-        again = ", ".join(f"{name} x{count}" for name, count in self.recomputed.items()) or "nothing"
-        notes = [
-            f"activations kept for backward: {format_bytes(self.kept_bytes)}",
-            f"recomputed during backward:    {again}",
-            f"FLOPs (forward + backward):    {format_flops(self.flops)}",
+                rows.append((r.name, str(r.shape), format_bytes(r.nbytes), _("something the hooks do not see")))
+        again = ", ".join(f"{name} x{count}" for name, count in self.recomputed.items()) or _("nothing")
+        notes = [  # the spaces line the values up in English; a translation lines up its own
+            phrase("activations kept for backward: {size}", size=format_bytes(self.kept_bytes)),
+            phrase("recomputed during backward:    {ops}", ops=again),
+            phrase("FLOPs (forward + backward):    {flops}", flops=format_flops(self.flops)),
         ]
         return Table(["tensor", "shape", "bytes", "held by"], rows, notes=notes)
 
@@ -230,13 +235,15 @@ def compare_traces(traces: Mapping[str, StepTrace], names: Sequence[str] = ("A",
     """A table of traced cases side by side: activation bytes kept, recomputations of `names`, and
     FLOPs relative to the first case. Used by lesson 1."""
     if not traces:
-        raise ValueError("compare_traces needs at least one trace, e.g. {'no checkpointing': trace}.")
+        raise ValueError(_("compare_traces needs at least one trace, e.g. {'no checkpointing': trace}."))
     base = next(iter(traces.values()))
     rows = []
     for label, trace in traces.items():
         counts = [f"{trace.recomputations(n)}x" for n in names]
-        rows.append([label, format_bytes(trace.kept_bytes), *counts, f"x{trace.flops / base.flops:.3f}"])
-    return Table(["case", "kept for backward", *[f"{n} recomputed" for n in names], "FLOPs"], rows)
+        # the labels are the caller's (a lesson's dict keys): shown in the lesson's language
+        rows.append([_(label), format_bytes(trace.kept_bytes), *counts, f"x{trace.flops / base.flops:.3f}"])
+    recomputed = [phrase("{name} recomputed", name=n) for n in names]
+    return Table(["case", "kept for backward", *recomputed, "FLOPs"], rows)
 
 
 def _counted(op) -> bool:
@@ -319,9 +326,10 @@ def trace_step(
     Gradients are reset before the step, so afterwards `.grad` holds this step's. Used by lesson 1.
     """
     if not callable(forward):
-        raise TypeError(f"trace_step needs a function or module to run, got {type(forward).__name__}.")
+        raise TypeError(phrase("trace_step needs a function or module to run, got {kind}.",
+                               kind=type(forward).__name__))
     if not isinstance(inputs, Mapping) or not all(isinstance(t, torch.Tensor) for t in inputs.values()):
-        raise TypeError("inputs must be a dict of named tensors, e.g. {'x': x}, in the order forward takes them.")
+        raise TypeError(_("inputs must be a dict of named tensors, e.g. {'x': x}, in the order forward takes them."))
     names = dict(names or {})
     if parameters is None and isinstance(forward, torch.nn.Module):
         parameters = forward
@@ -339,16 +347,15 @@ def trace_step(
         with count.forward(), tracker:
             output = forward(*inputs.values())
             if not isinstance(output, torch.Tensor):
-                raise TypeError(
-                    f"The function returned {type(output).__name__}, not a tensor: make it `return` "
-                    "the result of the step (e.g. `return checkpoint(block, x, use_reentrant=False)`)."
-                )
+                raise TypeError(phrase(
+                    "The function returned {kind}, not a tensor: make it `return` the result of the step "
+                    "(e.g. `return checkpoint(block, x, use_reentrant=False)`).", kind=type(output).__name__))
             loss = (loss_fn or torch.sum)(output)
         if not loss.requires_grad:
-            raise RuntimeError(
+            raise RuntimeError(_(
                 "The loss does not require grad, so there is no backward pass to trace: give the step "
                 "an input or parameter with requires_grad=True (and no torch.no_grad())."
-            )
+            ))
         del output
         kept = tracker.alive(exclude={storage_key(loss)})
         seed = torch.ones_like(loss)
@@ -363,7 +370,7 @@ def trace_step(
     order = {key: i for i, key in enumerate([*known, *tracker.made])}  # inputs first, then as made
     for key, (shape, nbytes) in sorted(saved.items(), key=lambda item: order.get(item[0], len(order))):
         # A tensor neither made in the step nor passed to it came from outside (a global, say).
-        name, made = tracker.name_of(key) or ("(from outside the step)", False)
+        name, made = tracker.name_of(key) or (_("(from outside the step)"), False)
         records.append(TensorRecord(name, shape, nbytes, made))
     return StepTrace(
         saved=records,
@@ -457,7 +464,7 @@ class SegmentSweep:
         for row in self.rows:
             if row.k == k:
                 return row
-        raise ValueError(f"k={k} was not measured: choose one of {self.ks}.")
+        raise ValueError(phrase("k={k} was not measured: choose one of {ks}.", k=k, ks=self.ks))
 
     @property
     def baseline(self) -> SegmentsRow:
@@ -485,17 +492,17 @@ class SegmentSweep:
     def describe(self, k: int) -> str:
         """One line of numbers for k, e.g. for the explorer's title."""
         row = self.row(k)
-        return (
-            f"k = {k}: keeps {format_bytes(row.kept_bytes)} ({self.memory_ratio(k):.0%} of k = 1), "
-            f"FLOPs x{self.flops_ratio(k):.3f}, time x{self.seconds_ratio(k):.2f}"
-        )
+        return phrase("k = {k}: keeps {size} ({share:.0%} of k = 1), FLOPs x{flops:.3f}, time x{seconds:.2f}",
+                      k=k, size=format_bytes(row.kept_bytes), share=self.memory_ratio(k),
+                      flops=self.flops_ratio(k), seconds=self.seconds_ratio(k))
 
     def table(self) -> Table:
         """Every measured k, relative to k = 1, and which k kept the least against sqrt(n)."""
         rows = [(k, format_bytes(self.row(k).kept_bytes), f"{self.memory_ratio(k):.0%}", f"x{self.flops_ratio(k):.3f}",
                  f"x{self.seconds_ratio(k):.2f}") for k in self.ks]
-        notes = [f"least memory at k = {self.best_k}; sqrt(n) = {self.sqrt_n:g} for n = {self.n_blocks} blocks",
-                 "FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps"]
+        notes = [phrase("least memory at k = {k}; sqrt(n) = {sqrt_n:g} for n = {n} blocks",
+                        k=self.best_k, sqrt_n=self.sqrt_n, n=self.n_blocks),
+                 _("FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps")]
         return Table(["segments k", "kept for backward", "of k = 1", "FLOPs", "time"], rows, notes=notes)
 
     def __str__(self) -> str:
@@ -536,11 +543,12 @@ def sweep_segments(
     k = 1 is the plain stack. On a CPU the steps run on one thread, so that the times are steady.
     Used by lesson 1."""
     if not isinstance(stack, torch.nn.Sequential):
-        raise TypeError("sweep_segments needs a torch.nn.Sequential (e.g. deep_stack(36)).")
+        raise TypeError(_("sweep_segments needs a torch.nn.Sequential (e.g. deep_stack(36))."))
     n = len(stack)
     segments = sorted(set(divisors(n) if segments is None else segments) | {1})
     if segments[0] < 1 or segments[-1] > n:
-        raise ValueError(f"Segment counts must be between 1 and the number of blocks ({n}), got {segments}.")
+        raise ValueError(phrase("Segment counts must be between 1 and the number of blocks ({n}), got {segments}.",
+                                n=n, segments=segments))
     whole_numbers(repeats=repeats)
 
     def segmented(k: int) -> Callable:
@@ -551,7 +559,7 @@ def sweep_segments(
         for k in segments:
             trace = trace_step(segmented(k), {"x": x}, parameters=stack)
             seconds = []
-            for _ in range(repeats):
+            for _repeat in range(repeats):  # not `_`: that name is the translation function here
                 stack.zero_grad(set_to_none=True)
                 synchronize(x.device)
                 start = time.perf_counter()

@@ -26,6 +26,7 @@ import transformers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from effitrain_lessons.hub import require_hub
+from effitrain_lessons.i18n import _
 
 SOURCES = ("bundled", "hub")
 LABEL_NAMES = ("not_equivalent", "equivalent")
@@ -407,11 +408,11 @@ def load_mrpc(source: str = "bundled") -> datasets.DatasetDict:
     if source == "hub":
         return _load_hub()
     if source != "bundled":
-        raise ValueError(f"Unknown source {source!r}: use source=\"bundled\" or source=\"hub\".")
+        raise ValueError(_('Unknown source {source!r}: use source="bundled" or source="hub".').format(source=source))
     # Built in memory from the shipped files: nothing is written to the Hugging Face cache.
     features = _features()
     splits = {}
-    for split, _ in _SPLIT_SIZES:
+    for split in dict(_SPLIT_SIZES):
         lines = (_data_dir() / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
         rows = [json.loads(line) for line in lines]
         columns = {name: [row[name] for row in rows] for name in features}
@@ -426,9 +427,8 @@ def _load_hub() -> datasets.DatasetDict:
     try:
         return datasets.load_dataset("nyu-mll/glue", "mrpc")
     except (ConnectionError, OSError, TimeoutError) as error:
-        raise RuntimeError(
-            f"Cannot load GLUE MRPC from the Hugging Face Hub ({type(error).__name__}): use {instead} instead."
-        ) from None
+        raise RuntimeError(_("Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.")
+                           .format(what="GLUE MRPC", reason=type(error).__name__, instead=instead)) from None
 
 
 def train_tokenizer(texts) -> Tokenizer:
@@ -497,9 +497,10 @@ def tokenized_mrpc(tokenizer=None, max_length: int = 32, source: str = "bundled"
     (01 onwards).
     """
     if source not in SOURCES:
-        raise ValueError(f"Unknown source {source!r}: use source=\"bundled\" or source=\"hub\".")
+        raise ValueError(_('Unknown source {source!r}: use source="bundled" or source="hub".').format(source=source))
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 8:
-        raise ValueError(f"max_length must be a whole number of tokens, at least 8, got {max_length!r}.")
+        raise ValueError(_("max_length must be a whole number of tokens, at least 8, got {max_length!r}.")
+                         .format(max_length=max_length))
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
     splits = {}
     for split, data in load_mrpc(source).items():

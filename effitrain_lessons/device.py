@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from effitrain_lessons.i18n import _, phrase
+
 
 def pick_device(prefer: str | None = None) -> torch.device:
     """Return the best available device: CUDA, then Apple's MPS, then the CPU.
@@ -18,12 +20,12 @@ def pick_device(prefer: str | None = None) -> torch.device:
     }
     if prefer is not None:
         if prefer not in available:
-            raise ValueError(f"Unknown device {prefer!r}: use 'cuda', 'mps', 'cpu' or None to pick automatically.")
+            raise ValueError(phrase("Unknown device {prefer!r}: use 'cuda', 'mps', 'cpu' or None to pick "
+                                    "automatically.", prefer=prefer))
         if not available[prefer]:
-            raise RuntimeError(
-                f"This machine has no {prefer.upper()} device: pass prefer=None to use what it has "
-                "(on Colab, choose Runtime > Change runtime type > GPU)."
-            )
+            raise RuntimeError(phrase(
+                "This machine has no {device} device: pass prefer=None to use what it has "
+                "(on Colab, choose Runtime > Change runtime type > GPU).", device=prefer.upper()))
         return torch.device(prefer)
     return torch.device(next(name for name, ok in available.items() if ok))
 
@@ -33,10 +35,11 @@ def describe_device(device: torch.device | str | None = None) -> str:
     device = torch.device(device) if device is not None else pick_device()
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        return f"Using cuda: {props.name} with {props.total_memory / 2**30:.1f} GiB."
+        return phrase("Using cuda: {name} with {memory:.1f} GiB.", name=props.name, memory=props.total_memory / 2**30)
     if device.type == "mps":
-        return "Using mps: Apple GPU (Metal)."
-    return f"Using cpu ({torch.get_num_threads()} threads); a GPU would make the larger settings faster."
+        return _("Using mps: Apple GPU (Metal).")
+    return phrase("Using cpu ({threads} threads); a GPU would make the larger settings faster.",
+                  threads=torch.get_num_threads())
 
 
 def synchronize(device: torch.device | str) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from effitrain_lessons.i18n import phrase
 from effitrain_lessons.models import TRAINING, tiny_bert
 
 TINY = "tiny"
@@ -32,7 +33,7 @@ def lesson_data(model_name: str = TINY, source: str = "bundled") -> LessonData:
     from effitrain_lessons.data import SOURCES, load_tokenizer, tokenized_mrpc
 
     if source not in SOURCES:
-        raise ValueError(f"Unknown source {source!r}: use source=\"bundled\" or source=\"hub\".")
+        raise ValueError(phrase('Unknown source {source!r}: use source="bundled" or source="hub".', source=source))
     if model_name == TINY:
         tokenizer, max_length = load_tokenizer(), 32
     else:
@@ -40,7 +41,7 @@ def lesson_data(model_name: str = TINY, source: str = "bundled") -> LessonData:
 
         from effitrain_lessons.hub import require_hub
 
-        require_hub(f"the tokenizer of {model_name!r}", 'MODEL_NAME = "tiny"')
+        require_hub(phrase("the tokenizer of {model!r}", model=model_name), 'MODEL_NAME = "tiny"')
         tokenizer, max_length = AutoTokenizer.from_pretrained(model_name), 128
     splits = tokenized_mrpc(tokenizer, max_length=max_length, source=source)
     return LessonData(model_name, source, tokenizer, splits)

@@ -11,6 +11,8 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from effitrain_lessons.i18n import _, phrase
+
 HUB = ("huggingface.co", 443)
 
 
@@ -38,7 +40,10 @@ def hub_reachable(timeout: float = 3.0) -> bool:
 
 
 def require_hub(what: str, instead: str) -> None:
-    """Raise one sentence saying what to use instead when the hub cannot be reached."""
+    """Raise one sentence saying what to use instead when the hub cannot be reached.
+
+    `what` is shown as it is given: a name, or a phrase already in the learner's language."""
     if not hub_reachable():
-        reason = "HF_HUB_OFFLINE is set" if offline_by_choice() else "no network connection to it"
-        raise RuntimeError(f"Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.")
+        reason = _("HF_HUB_OFFLINE is set") if offline_by_choice() else _("no network connection to it")
+        raise RuntimeError(phrase("Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.",
+                                  what=what, reason=reason, instead=instead))

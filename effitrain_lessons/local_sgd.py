@@ -36,6 +36,7 @@ import torch
 
 from effitrain_lessons.arguments import command_line, whole_numbers
 from effitrain_lessons.device import end_processes
+from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.tables import Table
 
 MODES = ("ddp", "local_sgd")
@@ -59,13 +60,16 @@ class RunConfig:
 
     @property
     def label(self) -> str:
-        name = "data parallel" if self.mode == "ddp" else f"Local SGD, K={self.k}"
-        return name + (f", accumulation {self.accumulation}" if self.accumulation > 1 else "")
+        """The run's name in tables, figures and the rank lines, in the language in use."""
+        name = _("data parallel") if self.mode == "ddp" else phrase("Local SGD, K={k}", k=self.k)
+        if self.accumulation > 1:
+            return phrase("{run}, accumulation {accumulation}", run=name, accumulation=self.accumulation)
+        return name
 
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting a run cannot use."""
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}.")
+            raise ValueError(phrase("mode must be one of {modes}, got {mode!r}.", modes=MODES, mode=self.mode))
         whole_numbers(k=self.k, steps=self.steps, batch_size=self.batch_size, accumulation=self.accumulation,
                       layers=self.layers)
 
@@ -117,10 +121,9 @@ class ProcessReport:
         return sum(tail) / len(tail) if tail else float("nan")
 
     def describe(self) -> str:
-        return (
-            f"process {self.rank} of {self.num_processes}: distributed_type={self.distributed_type}, "
-            f"num_processes={self.num_processes}"
-        )
+        return phrase("process {rank} of {num_processes}: distributed_type={distributed_type}, "
+                      "num_processes={num_processes}", rank=self.rank, num_processes=self.num_processes,
+                      distributed_type=self.distributed_type)
 
 
 EXIT = -1  # the step recorded for LocalSGD's average on exit
@@ -303,6 +306,10 @@ def agreement(reports: list[ProcessReport], steps: int | None = None) -> str:
     return "".join("=" if len(set(step)) == 1 else "." for step in zip(*fingerprints))
 
 
+def _yes_no(answer: bool) -> str:
+    return _("yes") if answer else _("NO")  # NO in capitals: the answer that needs looking into
+
+
 def results(runs: list[list[ProcessReport]]) -> Table:
     """Lesson 4's results table: one row per run, as counted in process 0."""
     rows = []
@@ -311,15 +318,15 @@ def results(runs: list[list[ProcessReport]]) -> Table:
         rows.append([row["run"], row["steps"], row["synchronizations"], row["expected"], row["allreduce_calls"],
                      f"{row['megabytes']:.2f}", row["gradient_allreduces"], f"{row['eval_loss']:.4f}",
                      f"{row['eval_accuracy']:.3f}", f"{row['ms_per_step']:.1f}",
-                     "yes" if row["same_in_every_process"] else "NO", "yes" if row["equal_at_end"] else "NO"])
+                     _yes_no(row["same_in_every_process"]), _yes_no(row["equal_at_end"])])
     return Table(
         ["run", "steps", "synchronizations", "rule", "all-reduce calls", "MB sent", "gradient all-reduces",
          "validation loss", "validation accuracy", "ms per step", "same counts in every process",
          "identical parameters at the end"],
         rows,
-        notes=["synchronizations: rounds of communication counted in process 0; rule: the optimizer steps for data parallel, "
-               "floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB sent: all-reduced by "
-               "process 0."])
+        notes=[_("synchronizations: rounds of communication counted in process 0; rule: the optimizer steps for "
+                 "data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB sent: "
+                 "all-reduced by process 0.")])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,12 +384,13 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
     """Fork `num_processes` workers that each run `job()` (returning a list of report dicts) and
     collect what each returned; stop them all on failure or timeout."""
     if not can_fork():
-        raise RuntimeError(
+        raise RuntimeError(_(
             "This platform cannot fork processes (Windows): run the lesson's training in a terminal instead, "
             "with torchrun --nproc_per_node 2 -m effitrain_lessons.local_sgd --cpu."
-        )
+        ))
     if isinstance(num_processes, bool) or not isinstance(num_processes, int) or not 2 <= num_processes <= 8:
-        raise ValueError(f"num_processes must be a whole number from 2 to 8, got {num_processes!r}.")
+        raise ValueError(phrase("num_processes must be a whole number from 2 to 8, got {num_processes!r}.",
+                                num_processes=num_processes))
     threads = max(1, (os.cpu_count() or 1) // num_processes)
     _preload()
     with tempfile.TemporaryDirectory(prefix="effitrain-localsgd-") as folder:
@@ -396,12 +404,11 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
                 if time.monotonic() > deadline:
                     raise TimeoutError
         except TimeoutError:
-            raise RuntimeError(f"The processes did not finish within {timeout:.0f} s and were stopped: "
-                               f"try fewer steps or configurations.") from None
+            raise RuntimeError(phrase("The processes did not finish within {timeout:.0f} s and were stopped: "
+                                      "try fewer steps or configurations.", timeout=timeout)) from None
         except Exception as error:  # a process raised or died: torch has stopped the others
-            raise RuntimeError(
-                f"A training process failed ({type(error).__name__}); its log ends: {_log_tail(folder)}"
-            ) from None
+            raise RuntimeError(phrase("A training process failed ({kind}); its log ends: {log}",
+                                      kind=type(error).__name__, log=_log_tail(folder))) from None
         finally:
             for process in context.processes:
                 if process.is_alive():
@@ -422,9 +429,10 @@ def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout:
     """
     configs = list(configs)
     if not configs:
-        raise ValueError("launch needs at least one RunConfig.")
+        raise ValueError(_("launch needs at least one RunConfig."))
     if not callable(loop):
-        raise TypeError("launch needs the training loop too: launch(configs, train), with train(config, model, train_set).")
+        raise TypeError(_("launch needs the training loop too: launch(configs, train), "
+                          "with train(config, model, train_set)."))
     for config in configs:
         config.check()
 
@@ -448,7 +456,7 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
     forward pass of the model. Returns one `ProcessReport` per process.
     """
     if not callable(loop):
-        raise TypeError("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader).")
+        raise TypeError(_("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader)."))
 
     from effitrain_lessons.data import tokenized_mrpc
 
@@ -494,7 +502,7 @@ def _log_tail(folder: str) -> str:
         text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
         if text:
             lines.append(f"[{log.stem}] {text[-1]}")
-    return " | ".join(lines) or "(no output)"
+    return " | ".join(lines) or _("(no output)")  # the lines themselves are the log's, as written
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -507,13 +515,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         report = measured_run(config, train)
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(phrase("error: {message}", message=error), file=sys.stderr)
         end_processes()
         return 2
     print(report.describe(), flush=True)
-    print(f"[rank {report.rank}] {config.label}: {report.synchronizations} synchronizations, "
-          f"{report.allreduce_calls} all-reduce calls, {report.allreduce_bytes:,} bytes; validation loss "
-          f"{report.eval_loss:.4f}, accuracy {report.eval_accuracy:.3f}", flush=True)
+    print(phrase("[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
+                 "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
+                 rank=report.rank, run=config.label, synchronizations=report.synchronizations,
+                 calls=report.allreduce_calls, bytes=report.allreduce_bytes, loss=report.eval_loss,
+                 accuracy=report.eval_accuracy), flush=True)
     end_processes()
     return 0
 

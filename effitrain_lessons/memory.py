@@ -19,6 +19,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from effitrain_lessons.device import synchronize
+from effitrain_lessons.i18n import N_, _, phrase
 from effitrain_lessons.tables import Table
 
 
@@ -133,10 +134,10 @@ def _loss_of(outputs, loss_fn: Callable | None) -> torch.Tensor:
         return loss
     if isinstance(outputs, torch.Tensor):
         return outputs.float().sum()
-    raise ValueError(
+    raise ValueError(_(
         "The model's output has no .loss and is not a tensor: pass loss_fn=... to say how to get a loss "
         "(or include labels in the batch)."
-    )
+    ))
 
 
 @dataclass(frozen=True)
@@ -153,14 +154,16 @@ class StepReport:
     training: bool  # the model's mode: checkpointing only happens in training mode
 
     def rows(self) -> list[tuple[str, str]]:
-        peak = "n/a (not CUDA)" if self.peak_bytes is None else format_bytes(self.peak_bytes)
+        peak = _("n/a (not CUDA)") if self.peak_bytes is None else format_bytes(self.peak_bytes)
+        # "train" and "eval" stay as they are: the names of the modes model.train() and model.eval() set
         return [
-            ("saved activations", f"{format_bytes(self.saved_bytes)} in {self.saved_tensors} tensors"),
-            ("FLOPs (fwd + bwd)", format_flops(self.flops)),
-            ("FLOPs (forward)", format_flops(self.forward_flops)),
-            ("time", f"{self.seconds * 1e3:,.1f} ms"),
-            ("peak GPU memory", peak),
-            ("device / mode", f"{self.device} / {'train' if self.training else 'eval'}"),
+            (_("saved activations"), phrase("{size} in {count} tensors", size=format_bytes(self.saved_bytes),
+                                             count=self.saved_tensors)),
+            (_("FLOPs (fwd + bwd)"), format_flops(self.flops)),
+            (_("FLOPs (forward)"), format_flops(self.forward_flops)),
+            (_("time"), f"{self.seconds * 1e3:,.1f} ms"),
+            (_("peak GPU memory"), peak),
+            (_("device / mode"), f"{self.device} / {'train' if self.training else 'eval'}"),
         ]
 
     def table(self) -> Table:
@@ -210,12 +213,13 @@ class StepComparison:
 
     def rows(self) -> list[tuple[str, str]]:
         rows = [
-            ("saved activations", f"{self.saved_bytes:.3f}x ({self.saved_reduction:.1%} fewer bytes)"),
-            ("FLOPs", f"{self.flops:.3f}x"),
-            ("time", f"{self.seconds:.2f}x"),
+            (_("saved activations"), phrase("{ratio:.3f}x ({reduction:.1%} fewer bytes)", ratio=self.saved_bytes,
+                                             reduction=self.saved_reduction)),
+            (_("FLOPs"), f"{self.flops:.3f}x"),
+            (_("time"), f"{self.seconds:.2f}x"),
         ]
         if self.peak_bytes is not None:
-            rows.append(("peak GPU memory", f"{self.peak_bytes:.3f}x"))
+            rows.append((_("peak GPU memory"), f"{self.peak_bytes:.3f}x"))
         return rows
 
     def table(self) -> Table:
@@ -283,7 +287,7 @@ def measure_step(
     The model's mode is respected: in `eval()` mode checkpointing keeps everything (lesson 1 shows it).
     """
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"measure_step needs a torch.nn.Module, got {type(model).__name__}.")
+        raise TypeError(phrase("measure_step needs a torch.nn.Module, got {kind}.", kind=type(model).__name__))
     parameter = next(model.parameters(), None)
     device = parameter.device if parameter is not None else torch.device("cpu")
 
@@ -323,10 +327,10 @@ def measure_step(
 
 def _check_loss(loss: torch.Tensor) -> None:
     if not loss.requires_grad:
-        raise RuntimeError(
+        raise RuntimeError(_(
             "The loss does not require grad, so there is nothing to measure in backward: "
             "check that the model has trainable parameters and that no torch.no_grad() is active."
-        )
+        ))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -343,11 +347,12 @@ class TrainingMemory:
     activations: int  # saved for backward, as `measure_step` counts them
 
     def parts(self) -> dict[str, int]:
+        """Bytes by kind, keyed by the kind's English name (translate it with `_` where it is shown)."""
         return {
-            "parameters": self.parameters,
-            "gradients": self.gradients,
-            "optimizer state": self.optimizer_state,
-            "activations": self.activations,
+            N_("parameters"): self.parameters,
+            N_("gradients"): self.gradients,
+            N_("optimizer state"): self.optimizer_state,
+            N_("activations"): self.activations,
         }
 
     @property
@@ -355,7 +360,7 @@ class TrainingMemory:
         return sum(self.parts().values())
 
     def table(self) -> Table:
-        rows = [(name, f"{format_bytes(n)} ({n / self.total:.0%})") for name, n in self.parts().items()]
+        rows = [(_(name), f"{format_bytes(n)} ({n / self.total:.0%})") for name, n in self.parts().items()]
         return Table(["training memory", "value"], rows)
 
     def __str__(self) -> str:
@@ -388,7 +393,7 @@ def training_memory(
     import copy
 
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"training_memory needs a torch.nn.Module, got {type(model).__name__}.")
+        raise TypeError(phrase("training_memory needs a torch.nn.Module, got {kind}.", kind=type(model).__name__))
     model = copy.deepcopy(model)
     with record_saved_tensors(model) as log:
         loss = _loss_of(_forward(model, batch), loss_fn)

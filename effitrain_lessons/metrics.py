@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from effitrain_lessons.i18n import _, phrase
+
 
 def compute_metrics(eval_pred) -> dict[str, float]:
     """Accuracy and F1 (of the positive class, as GLUE reports for MRPC) from `(logits, labels)`.
@@ -18,14 +20,13 @@ def compute_metrics(eval_pred) -> dict[str, float]:
     try:
         logits, labels = eval_pred
     except (TypeError, ValueError):
-        raise ValueError("compute_metrics expects a (logits, labels) pair, as Trainer passes it.") from None
+        raise ValueError(_("compute_metrics expects a (logits, labels) pair, as Trainer passes it.")) from None
     if isinstance(logits, tuple):  # models that return more than logits
         logits = logits[0]
     logits, labels = np.asarray(logits), np.asarray(labels)
     if logits.ndim != 2 or labels.ndim != 1 or len(logits) != len(labels):
-        raise ValueError(
-            f"Expected logits of shape [n, num_labels] and labels of shape [n]; got {logits.shape} and {labels.shape}."
-        )
+        raise ValueError(phrase("Expected logits of shape [n, num_labels] and labels of shape [n]; "
+                                "got {logits} and {labels}.", logits=logits.shape, labels=labels.shape))
     predictions = logits.argmax(axis=-1)
     true_positives = np.sum((predictions == 1) & (labels == 1))
     predicted_or_actual = np.sum(predictions == 1) + np.sum(labels == 1)  # = 2 TP + FP + FN
@@ -39,5 +40,5 @@ def majority_baseline(labels) -> float:
     """Accuracy of always predicting the most common label: what a model must beat (lesson 2)."""
     labels = np.asarray(labels)
     if labels.size == 0:
-        raise ValueError("majority_baseline needs at least one label.")
+        raise ValueError(_("majority_baseline needs at least one label."))
     return float(np.bincount(labels).max() / labels.size)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from transformers import BertConfig, BertForSequenceClassification
 
 from effitrain_lessons.arguments import whole_numbers
+from effitrain_lessons.i18n import phrase
 
 # Sized so that one training step on a batch of 8 x 32 tokens takes milliseconds on a laptop CPU,
 # while keeping BERT's structure (embeddings, N encoder layers, pooler, classifier).
@@ -44,7 +45,8 @@ def tiny_bert(num_labels: int = 2, *, dropout: bool = True, **overrides) -> Bert
     try:
         return BertForSequenceClassification(BertConfig(num_labels=num_labels, **settings))
     except (TypeError, ValueError) as error:
-        raise ValueError(f"These settings do not make a valid BERT ({error}); check the names and sizes.") from None
+        raise ValueError(phrase("These settings do not make a valid BERT ({error}); check the names and sizes.",
+                                error=error)) from None
 
 
 def load(name: str, num_labels: int = 2):

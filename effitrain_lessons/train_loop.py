@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader
 
 from effitrain_lessons.arguments import command_line, whole_numbers
 from effitrain_lessons.device import end_processes
+from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.tables import Table
 
 SIZINGS = ("optimizer", "slide")
@@ -55,7 +56,8 @@ class LoopConfig:
         """Raise ValueError with one sentence for a setting the loop cannot use."""
         whole_numbers(epochs=self.epochs, batch_size=self.batch_size, accumulation=self.accumulation)
         if self.train_rows is not None and self.train_rows < self.batch_size:
-            raise ValueError(f"train_rows must be at least one batch ({self.batch_size}), got {self.train_rows}.")
+            raise ValueError(phrase("train_rows must be at least one batch ({batch_size}), got {train_rows}.",
+                                    batch_size=self.batch_size, train_rows=self.train_rows))
 
 
 @dataclass(repr=False)
@@ -70,11 +72,11 @@ class TrainingRun:
     seconds: float = 0.0
 
     def table(self) -> Table:
-        rows = [["optimizer steps", self.optimizer_steps], ["micro-batches", self.micro_batches],
-                ["seconds", f"{self.seconds:.1f}"]]
+        rows = [[_("optimizer steps"), self.optimizer_steps], [_("micro-batches"), self.micro_batches],
+                [_("seconds"), f"{self.seconds:.1f}"]]
         if self.losses:
-            rows += [["loss, first step", f"{self.losses[0]:.4f}"], ["loss, last step", f"{self.losses[-1]:.4f}"],
-                     ["learning rate after the last step", f"{self.learning_rates[-1]:.3g}"]]
+            rows += [[_("loss, first step"), f"{self.losses[0]:.4f}"], [_("loss, last step"), f"{self.losses[-1]:.4f}"],
+                     [_("learning rate after the last step"), f"{self.learning_rates[-1]:.3g}"]]
         return Table(["measured", "value"], rows)
 
     def __str__(self) -> str:
@@ -138,7 +140,7 @@ def scheduler_length(batches_per_epoch: int, accumulation: int, epochs: int, siz
         return math.ceil(batches_per_epoch / accumulation) * epochs
     if sizing == "slide":
         return batches_per_epoch * epochs
-    raise ValueError(f"sizing must be one of {SIZINGS}, got {sizing!r}.")
+    raise ValueError(phrase("sizing must be one of {sizings}, got {sizing!r}.", sizings=SIZINGS, sizing=sizing))
 
 
 def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epochs: int,
@@ -220,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         from effitrain_lessons.lesson_code.lesson_03 import train
 
         state = PartialState(cpu=config.cpu)
-        print(f"process {state.process_index} of {state.num_processes}: distributed_type={state.distributed_type.value}, "
-              f"device={state.device}", flush=True)
+        print(phrase("process {rank} of {num_processes}: distributed_type={distributed_type}, device={device}",
+                     rank=state.process_index, num_processes=state.num_processes,
+                     distributed_type=state.distributed_type.value, device=state.device), flush=True)
         data = lesson_data(config.model, config.source)
         train_set = data.splits["train"]
         if config.train_rows is not None:
@@ -234,12 +237,13 @@ def main(argv: list[str] | None = None) -> int:
                             learning_rate=learning_rate, checkpointing=config.checkpointing, seed=config.seed,
                             cpu=config.cpu)
     except (ValueError, RuntimeError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(phrase("error: {message}", message=error), file=sys.stderr)
         end_processes()
         return 2
     if state.is_main_process:
         print(run.table(), flush=True)
-        print(f"validation accuracy {metrics['accuracy']:.3f}, F1 {metrics['f1']:.3f}", flush=True)
+        print(phrase("validation accuracy {accuracy:.3f}, F1 {f1:.3f}", accuracy=metrics["accuracy"], f1=metrics["f1"]),
+              flush=True)
         if config.json:
             with open(config.json, "w", encoding="utf-8") as handle:
                 json.dump({**asdict(run), **metrics, "num_processes": state.num_processes}, handle, indent=1)

@@ -22,6 +22,7 @@ from transformers import TrainerCallback
 from effitrain_lessons.finetuning import TINY, LessonData, fresh_model, lesson_data, learning_rate_for  # noqa: F401
 from effitrain_lessons.memory import StepReport, count_step
 from effitrain_lessons.device import synchronize
+from effitrain_lessons.i18n import _, phrase
 
 
 @dataclass
@@ -49,7 +50,8 @@ class StepMeter(TrainerCallback):
 
     def __init__(self, measure: tuple[int, ...] = (2, 3)):
         if not measure or any(type(i) is not int or i < 1 for i in measure):
-            raise ValueError(f"measure must name micro-batches by their 1-based number, got {measure!r}.")
+            raise ValueError(phrase("measure must name micro-batches by their 1-based number, got {measure!r}.",
+                                    measure=measure))
         self.measure = tuple(measure)
         self.measured: list[MicroBatch] = []
         self.micro_seconds: list[float] = []
@@ -140,9 +142,10 @@ class StepMeter(TrainerCallback):
         """The measured micro-batches, summarised: saved bytes and FLOPs of the last one measured
         (the same for every micro-batch of one shape), and the median time of the others."""
         if not self.measured:
-            raise RuntimeError("Nothing was measured yet: train with this callback first (at least 2 micro-batches).")
+            raise RuntimeError(_("Nothing was measured yet: train with this callback first "
+                                 "(at least 2 micro-batches)."))
         if not self.micro_seconds:
-            raise RuntimeError("Every micro-batch was measured, so none was timed: measure fewer of them.")
+            raise RuntimeError(_("Every micro-batch was measured, so none was timed: measure fewer of them."))
         last = self.measured[-1]
         return StepReport(saved_bytes=last.saved_bytes, saved_tensors=last.saved_tensors, flops=last.flops,
                           forward_flops=last.forward_flops, seconds=statistics.median(self.micro_seconds),
