@@ -4,8 +4,9 @@ test = {   'name': 'q_bytes',
     'points': 1,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                ">>> check_prediction('tensor_bytes((8, 32, 64), torch.float32)', tensor_bytes((8, 32, 64), torch.float32), torch.empty(8, 32, 64, "
-                                               "dtype=torch.float32).nbytes, why='A tensor takes (number of elements) x (bytes per element), and a float32 takes 4 bytes.')\n",
+                                               "dtype=torch.float32).nbytes, why=phrase('A tensor takes (number of elements) x (bytes per element), and a float32 takes 4 bytes.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'

@@ -4,35 +4,39 @@ test = {   'name': 'q_keep_matmuls',
     'points': 3,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import CheckpointPolicy, SelectiveCheckpointContext\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> ctx = SelectiveCheckpointContext(is_recompute=False)\n'
                                                '>>> def answer(op):\n'
                                                '...     decision = keep_matmuls(ctx, op)\n'
-                                               "...     assert type(decision) in (bool, CheckpointPolicy), 'keep_matmuls should return a CheckpointPolicy (or True to keep)'\n"
+                                               "...     assert type(decision) in (bool, CheckpointPolicy), phrase('keep_matmuls should return a CheckpointPolicy (or True to keep)')\n"
                                                '...     if type(decision) is bool:\n'
                                                '...         decision = CheckpointPolicy.MUST_SAVE if decision else CheckpointPolicy.PREFER_RECOMPUTE\n'
                                                '...     return decision\n'
-                                               ">>> assert answer(torch.ops.aten.mm.default) in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE), 'keep the mm outputs'\n"
-                                               ">>> assert answer(torch.ops.aten.relu.default) in (CheckpointPolicy.MUST_RECOMPUTE, CheckpointPolicy.PREFER_RECOMPUTE), 'recompute the rest'\n",
+                                               ">>> assert answer(torch.ops.aten.mm.default) in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE), phrase('keep the mm outputs')\n"
+                                               ">>> assert answer(torch.ops.aten.relu.default) in (CheckpointPolicy.MUST_RECOMPUTE, CheckpointPolicy.PREFER_RECOMPUTE), phrase('recompute the rest')\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> assert type(predicted_recomputations) is dict, \'predicted_recomputations should be a dict like {"mm": 0, "relu": 0}\'\n'
-                                               ">>> assert all((type(op) is str for op in predicted_recomputations)) and set(predicted_recomputations) == {'mm', 'relu'}, 'predict for exactly two "
-                                               'ops: "mm" and "relu"\'\n'
-                                               ">>> assert all((type(n) is int and n >= 0 for n in predicted_recomputations.values())), 'counts are whole numbers'\n"
-                                               ">>> assert type(predicted_kept_bytes) in (int, float) and predicted_kept_bytes >= 0, 'predicted_kept_bytes is a number of bytes'\n",
+                                   {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> assert type(predicted_recomputations) is dict, phrase(\'predicted_recomputations should be a dict like {example}\', example=\'{"mm": 0, "relu": '
+                                               "0}')\n"
+                                               ">>> assert all((type(op) is str for op in predicted_recomputations)) and set(predicted_recomputations) == {'mm', 'relu'}, phrase('predict for exactly "
+                                               'two ops: "mm" and "relu"\')\n'
+                                               ">>> assert all((type(n) is int and n >= 0 for n in predicted_recomputations.values())), phrase('counts are whole numbers')\n"
+                                               ">>> assert type(predicted_kept_bytes) in (int, float) and predicted_kept_bytes >= 0, phrase('predicted_kept_bytes is a number of bytes')\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
                                                '>>> from effitrain_lessons.checkpointing import trace_step, two_matmuls\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
                                                'context_fn=partial(create_selective_checkpoint_contexts, keep_matmuls)), matmul_inputs)\n'
                                                ">>> measured = {'mm': traced.recomputations('mm'), 'relu': traced.recomputations('relu')}\n"
-                                               ">>> assert measured == {'mm': 0, 'relu': 1}, f'with your policy the backward pass recomputed {measured}: keeping the products means mm is never "
-                                               "recomputed, and the ReLU between them is, once'\n"
+                                               ">>> assert measured == {'mm': 0, 'relu': 1}, phrase('with your policy the backward pass recomputed {measured}: keeping the products means mm is never "
+                                               "recomputed, and the ReLU between them is, once', measured=measured)\n"
                                                '>>> for name in plain_matmuls.gradients:\n'
-                                               "...     torch.testing.assert_close(traced.gradients[name], plain_matmuls.gradients[name], msg=f'the gradient of {name} changed')\n",
+                                               "...     torch.testing.assert_close(traced.gradients[name], plain_matmuls.gradients[name], msg=phrase('the gradient of {name} changed', name=name))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from functools import partial\n'
@@ -40,13 +44,14 @@ test = {   'name': 'q_keep_matmuls',
                                                '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
                                                '>>> from effitrain_lessons.checkpointing import keep_ops_policy, trace_step, two_matmuls\n'
                                                '>>> from effitrain_lessons.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> keep_products = keep_ops_policy([torch.ops.aten.mm.default])\n'
                                                '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
                                                'context_fn=partial(create_selective_checkpoint_contexts, keep_products)), matmul_inputs)\n'
                                                ">>> check_prediction('predicted_recomputations', dict(predicted_recomputations), {'mm': traced.recomputations('mm'), 'relu': "
-                                               "traced.recomputations('relu')}, why='A kept product is never recomputed; the ReLU between the products runs again once.')\n"
-                                               ">>> check_prediction('predicted_kept_bytes', predicted_kept_bytes, traced.kept_bytes, rel=0.01, why='The cache keeps both products, (32 x 128 + 32 x "
-                                               "64) float32 numbers, even the second that backward does not need.')\n",
+                                               "traced.recomputations('relu')}, why=phrase('A kept product is never recomputed; the ReLU between the products runs again once.'))\n"
+                                               ">>> check_prediction('predicted_kept_bytes', predicted_kept_bytes, traced.kept_bytes, rel=0.01, why=phrase('The cache keeps both products, (32 x 128 + "
+                                               "32 x 64) float32 numbers, even the second that backward does not need.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from functools import partial\n'

@@ -8,6 +8,7 @@ test = {   'name': 'q_effective_batch',
                                                '>>> from transformers import Trainer, TrainingArguments\n'
                                                '>>> from effitrain_lessons.checks import check_prediction\n'
                                                '>>> from effitrain_lessons.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.models import tiny_bert\n'
                                                '>>> from effitrain_lessons.trainer import StepMeter\n'
                                                '>>> check_meter = StepMeter()\n'
@@ -16,10 +17,10 @@ test = {   'name': 'q_effective_batch',
                                                "train_dataset=tokenized_mrpc()['train'].select(range(96)), callbacks=[check_meter])\n"
                                                '>>> with contextlib.redirect_stdout(io.StringIO()):\n'
                                                '...     _ = check_trainer.train()\n'
-                                               ">>> check_prediction('predicted_effective_batch', predicted_effective_batch, check_meter.rows_per_step[0], why='Counted: the rows of the micro-batches "
-                                               "in one optimizer step.')\n"
-                                               '>>> check_prediction(\'predicted_optimizer_steps\', predicted_optimizer_steps, check_trainer.state.global_step, why="Counted: Trainer\'s optimizer '
-                                               'steps over the 2 epochs.")\n',
+                                               ">>> check_prediction('predicted_effective_batch', predicted_effective_batch, check_meter.rows_per_step[0], why=phrase('Counted: the rows of the "
+                                               "micro-batches in one optimizer step.'))\n"
+                                               '>>> check_prediction(\'predicted_optimizer_steps\', predicted_optimizer_steps, check_trainer.state.global_step, why=phrase("Counted: Trainer\'s '
+                                               'optimizer steps over the 2 epochs."))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import contextlib\n'

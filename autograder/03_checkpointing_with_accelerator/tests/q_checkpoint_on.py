@@ -4,6 +4,7 @@ test = {   'name': 'q_checkpoint_on',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.memory import format_bytes, measure_step\n'
                                                '>>> from effitrain_lessons.models import tiny_bert\n'
                                                '>>> _ = torch.manual_seed(0)\n'
@@ -15,11 +16,12 @@ test = {   'name': 'q_checkpoint_on',
                                                '>>> check_grads = [p.grad.clone() for p in check_bert.parameters()]\n'
                                                '>>> turn_on_checkpointing(check_bert)\n'
                                                '>>> check_after = measure_step(check_bert, check_batch)\n'
-                                               '>>> assert check_after.saved_bytes <= 0.15 * check_plain.saved_bytes, f"measured: after turn_on_checkpointing the step keeps '
-                                               "{format_bytes(check_after.saved_bytes)} of activations, {check_after.saved_bytes / check_plain.saved_bytes:.0%} of the plain step's "
-                                               '{format_bytes(check_plain.saved_bytes)}; with checkpointing on it keeps at most 15 %"\n'
+                                               '>>> assert check_after.saved_bytes <= 0.15 * check_plain.saved_bytes, phrase("measured: after turn_on_checkpointing the step keeps {kept} of '
+                                               'activations, {share:.0%} of the plain step\'s {plain}; with checkpointing on it keeps at most 15 %", kept=format_bytes(check_after.saved_bytes), '
+                                               'share=check_after.saved_bytes / check_plain.saved_bytes, plain=format_bytes(check_plain.saved_bytes))\n'
                                                '>>> check_change = max(((p.grad - g).abs().max().item() for p, g in zip(check_bert.parameters(), check_grads)))\n'
-                                               ">>> assert check_change <= 1e-06, f'measured: the gradients changed by up to {check_change:.1e}; checkpointing must leave them as they were'\n",
+                                               ">>> assert check_change <= 1e-06, phrase('measured: the gradients changed by up to {change:.1e}; checkpointing must leave them as they were', "
+                                               'change=check_change)\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'

@@ -3,18 +3,21 @@ OK_FORMAT = True
 test = {   'name': 'q_scheduler_length',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.train_loop import measure_schedule\n'
                                                '>>> check_rates = measure_schedule(1, 40, 4, 2)\n'
-                                               ">>> check_prediction('optimizer_steps(40, 4, 2)', optimizer_steps(40, 4, 2), len(check_rates), why='Counted: the optimizer steps of a real Accelerate "
-                                               "loop over 40 micro-batches, 4 per step, 2 epochs.')\n",
+                                               ">>> check_prediction('optimizer_steps(40, 4, 2)', optimizer_steps(40, 4, 2), len(check_rates), why=phrase('Counted: the optimizer steps of a real "
+                                               "Accelerate loop over 40 micro-batches, 4 per step, 2 epochs.'))\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.train_loop import measure_schedule\n'
+                                   {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.train_loop import measure_schedule\n'
                                                '>>> check_steps = optimizer_steps(10, 3, 2)\n'
-                                               ">>> assert type(check_steps) is int, 'optimizer_steps should return a whole number of steps'\n"
+                                               ">>> assert type(check_steps) is int, phrase('optimizer_steps should return a whole number of steps')\n"
                                                '>>> check_rates = measure_schedule(check_steps, 10, 3, 2)\n'
-                                               '>>> assert check_rates[-1] == 0 and check_rates[-2] > 0, f"measured with 10 micro-batches per epoch, 3 per step, 2 epochs: a schedule sized '
-                                               '{check_steps} steps ends at {check_rates[-1]:.3f} x peak after the loop\'s {len(check_rates)} optimizer steps; it should end at 0 on the last one"\n',
+                                               '>>> assert check_rates[-1] == 0 and check_rates[-2] > 0, phrase("measured with 10 micro-batches per epoch, 3 per step, 2 epochs: a schedule sized '
+                                               '{sized} steps ends at {final:.3f} x peak after the loop\'s {steps} optimizer steps; it should end at 0 on the last one", sized=check_steps, '
+                                               'final=check_rates[-1], steps=len(check_rates))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.train_loop import measure_schedule\n'

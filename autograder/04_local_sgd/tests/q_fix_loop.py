@@ -2,13 +2,14 @@ OK_FORMAT = True
 
 test = {   'name': 'q_fix_loop',
     'points': 3,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.local_sgd import run_custom_loop\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.local_sgd import run_custom_loop\n'
                                                '>>> counted = run_custom_loop(fixed_loop, batches=12, num_processes=2)\n'
                                                '>>> assert all((type(r.synchronizations) is int for r in counted))\n'
-                                               '>>> assert [r.synchronizations for r in counted] == [4, 4] and (not any((r.gradient_allreduces for r in counted))), f"counted: the processes averaged '
-                                               '{[r.synchronizations for r in counted]} times, process 0 after steps {counted[0].sync_steps} (-1: on exit), and all-reduced '
-                                               "{len(counted[0].gradient_allreduces)} gradients; slide 9's loop with K = 4 over 12 batches averages 4 times (after steps 4, 8, 12 and on exit) and "
-                                               'all-reduces no gradient"\n',
+                                               '>>> assert [r.synchronizations for r in counted] == [4, 4] and (not any((r.gradient_allreduces for r in counted))), phrase("counted: the processes '
+                                               "averaged {averaged} times, process 0 after steps {steps} (-1: on exit), and all-reduced {gradients} gradients; slide 9's loop with K = 4 over 12 "
+                                               'batches averages 4 times (after steps 4, 8, 12 and on exit) and all-reduces no gradient", averaged=[r.synchronizations for r in counted], '
+                                               'steps=counted[0].sync_steps, gradients=len(counted[0].gradient_allreduces))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.local_sgd import run_custom_loop\n'

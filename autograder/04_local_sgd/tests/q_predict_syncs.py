@@ -3,14 +3,15 @@ OK_FORMAT = True
 test = {   'name': 'q_predict_syncs',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
                                                '>>> from effitrain_lessons.local_sgd import RunConfig, launch\n'
                                                ">>> check_runs = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], lesson_train, "
                                                'num_processes=2)\n'
-                                               ">>> check_prediction('predicted_local_syncs', predicted_local_syncs, check_runs[0][0].synchronizations, why=f'Counted in process 0: averages after "
-                                               "steps {check_runs[0][0].sync_steps} (-1: on exit).')\n"
-                                               ">>> check_prediction('predicted_ddp_syncs', predicted_ddp_syncs, check_runs[1][0].synchronizations, why='Counted in process 0: the steps whose "
-                                               "backward all-reduced gradients.')\n",
+                                               ">>> check_prediction('predicted_local_syncs', predicted_local_syncs, check_runs[0][0].synchronizations, why=phrase('Counted in process 0: averages "
+                                               "after steps {steps} (-1: on exit).', steps=check_runs[0][0].sync_steps))\n"
+                                               ">>> check_prediction('predicted_ddp_syncs', predicted_ddp_syncs, check_runs[1][0].synchronizations, why=phrase('Counted in process 0: the steps whose "
+                                               "backward all-reduced gradients.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
