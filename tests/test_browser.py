@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -29,12 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from test_translations import english_words
+
+from effitrain_lessons.i18n import translator
 
 pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 LESSONS = sorted(path.name for path in NOTEBOOKS.glob("*.ipynb"))
+# The Turkish editions, in a tr/ folder of the same JupyterLab (as in the checkout): "tr/NN_name.ipynb".
+TURKISH = sorted(f"tr/{path.name}" for path in (NOTEBOOKS / "tr").glob("*.ipynb"))
 ARTIFACTS = Path(os.environ.get("EFFITRAIN_ARTIFACTS", ROOT / "artifacts")) / "browser"
 CHROMIUM = os.environ.get("EFFITRAIN_CHROMIUM", "/usr/bin/chromium")
 TOKEN = "effitrain-browser-test"
@@ -105,7 +111,8 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory) -> Lab:
     folder = tmp_path_factory.mktemp("lessons")
-    for name in LESSONS:
+    (folder / "tr").mkdir()
+    for name in [*LESSONS, *TURKISH]:
         shutil.copy(NOTEBOOKS / name, folder / name)
     settings = tmp_path_factory.mktemp("lab-settings")
     for name, values in LAB_SETTINGS.items():
@@ -174,7 +181,7 @@ class RunAll:
 
 
 def _open(page, lab: Lab, name: str) -> None:
-    workspace = Path(name).stem.replace("_", "-")  # a fresh workspace per lesson: no other tab reopens
+    workspace = name.removesuffix(".ipynb").replace("_", "-").replace("/", "-")  # a fresh workspace per lesson
     page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{name}?token={TOKEN}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
     open_tab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
@@ -256,6 +263,16 @@ def check_lesson(page, lab: Lab, name: str, screenshot: Path | None = None) -> R
     if failed:
         result.problems.append(f"{failed} widget(s) did not render")
 
+    if name.startswith("tr/"):  # a Turkish edition shows Turkish: its prose and what its cells print
+        shown = page.evaluate(
+            """() => [...document.querySelectorAll('.jp-RenderedMarkdown, .jp-OutputArea-output')]
+                .filter(e => e.getAttribute('data-mime-type') !== 'application/vnd.jupyter.stderr')
+                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, pre.jp-CodeMirror, .cm-editor')
+                    .forEach(x => x.remove()); return c.innerText; })"""
+        )
+        english = [words for text in shown if (words := english_words(text))]
+        if english:
+            result.problems.append(f"English on the page of a Turkish edition: {english[:8]}")
     if screenshot is not None:
         _screenshot(page, screenshot)
     if result.problems:
@@ -315,9 +332,12 @@ def page(browser):
     context.close()
 
 
-@pytest.mark.parametrize("name", LESSONS)
+@pytest.mark.parametrize("name", [*LESSONS, *TURKISH])
 def test_lesson_runs_in_jupyterlab(lab, page, name):
+    _ = translator("tr" if name.startswith("tr/") else "en")
     result = check_lesson(page, lab, name, screenshot=ARTIFACTS / name.replace(".ipynb", ".png"))
+    shots = ARTIFACTS / "tr" if name.startswith("tr/") else ARTIFACTS
+    name = Path(name).name
     assert result.code_cells > 0 and result.executed == result.code_cells
     if name.startswith(("01", "02", "03", "04")):
         assert result.images >= 1, f"{name} shows no figure"
@@ -330,22 +350,23 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         page.keyboard.press("ArrowLeft")
         _wait_for_new_figure(cell, before, timeout_s=30)
         assert handle.get_attribute("aria-valuetext") != value
-        cell.screenshot(path=str(ARTIFACTS / name.replace(".ipynb", "-after-slider.png")))
+        cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-slider.png")))
     if name.startswith("04"):  # the process menu relaunches a short run and redraws the timeline
         cell = _cell(page, "local_sgd_explorer(")
         before = _output_images(cell)
         cell.locator("select").first.select_option("3")
         _wait_for_new_figure(cell, before, timeout_s=180)
-        status = cell.locator(".widget-label", has_text="measured just now")
-        status.wait_for(timeout=60_000)
-        assert "3 processes" in status.text_content()
-        cell.screenshot(path=str(ARTIFACTS / name.replace(".ipynb", "-after-widget.png")))
-    _answer_the_quiz(page, name)
+        measured = re.escape(_("K={k}, {processes} processes: measured just now.")).replace(r"\{k\}", r"\d+")
+        status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{processes\}", "3")))
+        status.wait_for(timeout=60_000)  # the status says the menu's 3 processes were measured
+        cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
+    _answer_the_quiz(page, name, _, shots)
     lab.shut_down_kernels()
 
 
-def _answer_the_quiz(page, name: str) -> None:
-    """Every lesson has a quiz: a wrong choice says "Not quite", the right one says "Right." and why."""
+def _answer_the_quiz(page, name: str, _, shots: Path) -> None:
+    """Every lesson has a quiz: a wrong choice says "Not quite", the right one says "Right." and why
+    (in the edition's language: `_` translates)."""
     cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").filter(has=page.locator(".widget-radio-box")).first
     question = cell.locator(".widget-vbox .widget-vbox").first
     choices = question.locator(".widget-radio-box label")
@@ -353,16 +374,16 @@ def _answer_the_quiz(page, name: str) -> None:
     feedback = question.locator(".widget-html").last
     for index in range(choices.count()):
         choices.nth(index).click()
-        question.get_by_role("button", name="Check").click()
+        question.get_by_role("button", name=_("Check")).click()
         letter = chr(ord("a") + index)
         page.wait_for_function("([element, letter]) => element.textContent.trim().startsWith(letter + ')')",
                                arg=[feedback.element_handle(), letter], timeout=10_000)
-        if "Right." in feedback.text_content():
+        if _("Right.") in feedback.text_content():
             break
-        assert "Not quite" in feedback.text_content(), feedback.text_content()
+        assert _("Not quite: try another answer.") in feedback.text_content(), feedback.text_content()
     else:
         raise AssertionError(f"{name}: no choice of the quiz's first question was right")
-    cell.screenshot(path=str(ARTIFACTS / name.replace(".ipynb", "-quiz.png")))
+    cell.screenshot(path=str(shots / name.replace(".ipynb", "-quiz.png")))
 
 
 def test_a_lesson_that_raises_fails(lab, page):
