@@ -12,10 +12,7 @@ from effitrain_lessons.tables import Table
 
 @pytest.fixture()
 def turkish(monkeypatch):
-    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
-    i18n.use_language("tr")
-    yield
-    monkeypatch.delenv(i18n.ENVIRONMENT, raising=False)
+    monkeypatch.setenv(i18n.ENVIRONMENT, "tr")  # what use_language("tr") does; undone after the test
 
 
 def test_english_is_the_default_and_says_every_message_as_written(monkeypatch):
@@ -39,6 +36,12 @@ def test_tables_speak_the_language_in_use(turkish):
     table = Table(["validation loss", "synchronizations"], [[0.5, 3]])
     assert i18n._("validation loss") in str(table) and "validation loss" not in str(table)
     assert i18n._("synchronizations") in table._repr_html_()
+
+
+def test_use_language_sets_what_processes_inherit(monkeypatch):
+    monkeypatch.setenv(i18n.ENVIRONMENT, "en")
+    i18n.use_language("tr")
+    assert os.environ[i18n.ENVIRONMENT] == "tr" and i18n.language() == "tr"
 
 
 def test_a_language_the_lessons_do_not_speak_gets_one_sentence():
