@@ -131,7 +131,17 @@ class CheckResult:
         colour = "#1a7f37" if self.passed else "#cf222e"
         head = (f"<p><strong><code>{html.escape(self.question)}</code></strong>: "
                 f"<span style='color: {colour}'>{html.escape(self.summary())}</span></p>")
-        return head + "".join(f"<pre>{html.escape(text)}</pre>" for text in self.failures())
+        return head + "".join(_failure_html(r) for r in self.results if not r.passed)
+
+
+def _failure_html(result: CaseResult) -> str:
+    """A failed case as HTML: its heading and the exception's sentence as text, the test's code and the
+    traceback's frames as code (they are Python's, in any language)."""
+    lines = result.error.rstrip("\n").splitlines()
+    frames, sentence = "\n".join(lines[:-1]), lines[-1] if lines else ""
+    code = _indent(result.source) + ("\n" + _indent(frames) if frames else "")
+    return (f"<pre>{html.escape(_heading(result))}\n<code>{html.escape(code)}</code>\n"
+            f"    {html.escape(sentence)}</pre>")
 
 
 def _heading(result: CaseResult) -> str:

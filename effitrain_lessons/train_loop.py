@@ -179,7 +179,8 @@ def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epo
 
 def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, steps: int = 2) -> str:
     """Train the 2-layer tiny BERT, checkpointed, under DDP in 2 real processes (gloo, forked) for
-    `steps` steps, and return what rank 0 met: "ok", or the first line of the error. Lesson 3."""
+    `steps` steps, and return what rank 0 met, as a learner reads it: "trains", or "stops:" and the
+    first sentence of DDP's error, quoted (it is PyTorch's, in English). Lesson 3."""
     whole_numbers(steps=steps)
     from effitrain_lessons.local_sgd import start_workers
 
@@ -205,7 +206,8 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
             met = str(error).strip().split(". ")[0].rstrip(".") + "."
         return [{"met": met}]
 
-    return start_workers(job, num_processes=2, timeout=120)[0][0]["met"]
+    met = start_workers(job, num_processes=2, timeout=120)[0][0]["met"]
+    return _("trains") if met == "ok" else phrase('stops: "{message}"', message=met)
 
 
 def main(argv: list[str] | None = None) -> int:

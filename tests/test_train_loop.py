@@ -136,9 +136,9 @@ def test_bad_config_is_one_clear_error(change, message):
 
 def test_reentrant_checkpointing_under_ddp_fails_only_where_ddp_looks_for_unused_parameters():
     assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=True) == (
-        "Expected to mark a variable ready only once.")
-    assert checkpointing_under_ddp(use_reentrant=False, find_unused_parameters=True) == "ok"
-    assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=False) == "ok"
+        'stops: "Expected to mark a variable ready only once."')
+    assert checkpointing_under_ddp(use_reentrant=False, find_unused_parameters=True) == "trains"
+    assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=False) == "trains"
 
 
 def test_module_runs_on_the_cpu(tmp_path):

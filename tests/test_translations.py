@@ -67,14 +67,16 @@ def fence_tokens(code: str) -> list:
 
 
 def english_words(markdown: str) -> list[str]:
-    """The English words of `markdown`'s prose: code, URLs, link texts and italic titles (papers'), and
-    quotes left out."""
+    """The English words of `markdown`'s prose (or of a page's text): code, URLs, link texts and italic
+    titles (papers'), quotes (a library's message is quoted) and the strings of a printed Python value
+    (the data set's English sentences) left out."""
     text = re.sub(r"(?ms)^ {0,3}```.*?^ {0,3}```", " ", markdown)
     text = re.sub(r"\*([^*]{1,200})\*", lambda m: " " if _title_case(m.group(1)) else m.group(0), text)
     text = re.sub(r"`[^`]*`", " ", text)
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", " ", text)
     text = re.sub(r"https?://\S+", " ", text)
     text = re.sub(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u00ab[^\u00bb]*\u00bb", " ", text)
+    text = re.sub(r"([{\[(,:]) ?'[^'\n]*'", r"\1 ", text)  # a Python value's strings, as a dict of data prints them
     return [word for word in re.findall(r"\w+", text) if word.lower() in ENGLISH_WORDS]
 
 
