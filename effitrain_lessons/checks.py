@@ -135,13 +135,14 @@ class CheckResult:
 
 
 def _failure_html(result: CaseResult) -> str:
-    """A failed case as HTML: its heading and the exception's sentence as text, the test's code and the
-    traceback's frames as code (they are Python's, in any language)."""
+    """A failed case as HTML: its heading and the test's sentence (an AssertionError's) as text, the
+    test's code and the traceback as code (they are Python's, in any language)."""
     lines = result.error.rstrip("\n").splitlines()
-    frames, sentence = "\n".join(lines[:-1]), lines[-1] if lines else ""
+    ours = bool(lines) and lines[-1].startswith("AssertionError")  # a test's sentence; other errors are Python's
+    frames, sentence = "\n".join(lines[:-1] if ours else lines), lines[-1] if ours else ""
     code = _indent(result.source) + ("\n" + _indent(frames) if frames else "")
-    return (f"<pre>{html.escape(_heading(result))}\n<code>{html.escape(code)}</code>\n"
-            f"    {html.escape(sentence)}</pre>")
+    said = f"\n    {html.escape(sentence)}" if sentence else ""
+    return f"<pre>{html.escape(_heading(result))}\n<code>{html.escape(code)}</code>{said}</pre>"
 
 
 def _heading(result: CaseResult) -> str:

@@ -267,10 +267,10 @@ def check_lesson(page, lab: Lab, name: str, screenshot: Path | None = None) -> R
         shown = page.evaluate(
             """() => [...document.querySelectorAll('.jp-RenderedMarkdown, .jp-OutputArea-output')]
                 .filter(e => e.getAttribute('data-mime-type') !== 'application/vnd.jupyter.stderr')
-                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, pre.jp-CodeMirror, .cm-editor')
+                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, a, em, pre.jp-CodeMirror, .cm-editor')
                     .forEach(x => x.remove()); return c.innerText; })"""
         )
-        english = [words for text in shown if (words := english_words(text))]
+        english = [line.strip()[:160] for text in shown for line in text.splitlines() if english_words(line)]
         if english:
             result.problems.append(f"English on the page of a Turkish edition: {english[:8]}")
     if screenshot is not None:
