@@ -105,6 +105,9 @@ class Sentence(str):
         sentence.template, sentence.values = template, values
         return sentence
 
+    def __getnewargs_ex__(self):  # copied or pickled (dataclasses.asdict copies), it is made again from its parts
+        return (self.template,), dict(self.values)
+
     def in_language(self, code: str) -> str:
         values = {key: in_language(value, code) for key, value in self.values.items()}
         return translator(code)(self.template).format(**values)

@@ -1,5 +1,6 @@
 """effitrain_lessons.i18n: English by default, the catalog's Turkish once a notebook asks for it."""
 
+import copy
 import os
 import subprocess
 import sys
@@ -62,3 +63,6 @@ def test_a_sentence_is_said_again_in_another_language():
     turkish = sentence.in_language("tr")
     assert turkish != sentence and "60" in turkish
     assert i18n.in_language("plain text", "tr") == "plain text"
+    braces = i18n.Sentence("{what} of {{x}}", what="a set")  # its text has braces: copies must not format it again
+    copied = copy.deepcopy(braces)
+    assert copied == "a set of {x}" and copied.in_language("en") == "a set of {x}" and type(copied) is i18n.Sentence

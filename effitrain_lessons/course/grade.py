@@ -45,7 +45,8 @@ from effitrain_lessons.course.lessons import (
     load_lesson,
     resolve_lesson,
 )
-from effitrain_lessons.course.sandbox import Cgroup, Limits, Sandbox, SandboxUnavailable, sandbox_problem, stop_all
+from effitrain_lessons.course.sandbox import (Cgroup, Limits, Sandbox, SandboxUnavailable, allow_sandboxes, sandbox_problem,
+                                             stop_all)
 from effitrain_lessons.i18n import ENVIRONMENT, Sentence
 from effitrain_lessons.course.submissions import (
     MAX_ANSWER_CHARS,
@@ -321,6 +322,7 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
     sandbox can be made here.
     """
     INTERRUPTED.clear()
+    allow_sandboxes()
     limits = limits or Limits()
     if limits.threads < 1:
         limits = dataclasses.replace(limits, threads=max(1, (os.cpu_count() or 1) // workers))
@@ -398,6 +400,11 @@ def run(args: argparse.Namespace) -> int:
     previous = {}
 
     def interrupted(signum, frame):
+        # Stop the sandboxes here, wherever the main thread was: the exception below may land where
+        # nothing catches it in time (inside the thread pool's waiting), and a sandbox left running
+        # would keep the pool, and the grader, waiting for its timeout.
+        INTERRUPTED.set()
+        stop_all()
         raise KeyboardInterrupt
 
     if threading.current_thread() is threading.main_thread():

@@ -43,6 +43,7 @@ HEAD_BYTES = 16 << 10  # what is kept of each output stream, for the instructor'
 SANDBOX_UID = 65534
 LIVE: set["Sandbox"] = set()  # every sandbox started and not yet stopped
 _LIVE_LOCK = threading.Lock()
+STOPPING = threading.Event()  # set by stop_all: a sandbox that starts after it is stopped at once
 
 
 class SandboxUnavailable(RuntimeError):
@@ -469,6 +470,9 @@ class Sandbox:
         os.set_blocking(self.process.stdin.fileno(), False)
         with _LIVE_LOCK:
             LIVE.add(self)
+            stopping = STOPPING.is_set()  # stop_all ran while this one was starting: it missed it
+        if stopping:
+            self.kill()
         self._drains = [threading.Thread(target=self._drain, args=(stream, n), daemon=True)
                         for n, stream in ((1, self.process.stdout), (2, self.process.stderr))]
         for thread in self._drains:
@@ -605,8 +609,10 @@ class Sandbox:
 
 
 def stop_all() -> None:
-    """Stop every live sandbox (the grader is being interrupted)."""
+    """Stop every live sandbox, and any that starts from now on (the grader is being interrupted),
+    until `allow_sandboxes()`."""
     with _LIVE_LOCK:
+        STOPPING.set()
         live = list(LIVE)
     for sandbox in live:
         try:
@@ -614,3 +620,8 @@ def stop_all() -> None:
             sandbox.stop()
         except Exception:  # noqa: BLE001 - stopping the rest matters more
             pass
+
+
+def allow_sandboxes() -> None:
+    """Let sandboxes run again (a new batch starts)."""
+    STOPPING.clear()
