@@ -567,7 +567,7 @@ def test_a_terminated_grader_stops_every_sandbox_and_cleans_up(tmp_path):
     grader = subprocess.Popen([sys.executable, "-m", "effitrain_lessons", "grade", str(tmp_path / "class"), "--out", str(out),
                                "--timeout", "300", "--quiet"], stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not any("effitrain_lessons.course.worker" in " ".join(c.cmdline()) for c in _children(grader.pid)):
+    while not any("effitrain_lessons.course.worker" in " ".join(_cmdline(c)) for c in _children(grader.pid)):
         assert time.monotonic() < deadline and grader.poll() is None, "no sandbox started"
         time.sleep(0.2)
     time.sleep(1)
@@ -586,6 +586,13 @@ def _children(pid):
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.Error:
+        return []
+
+
+def _cmdline(process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:  # gone, or a zombie, between the listing and the question
         return []
 
 
