@@ -255,3 +255,21 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
     message = repr(grader.check("q_fix_loop", {"fixed_loop": broken}))
     assert "counted: the processes averaged [1, 1] times, process 0 after steps [-1] (-1: on exit)" in message
 
+
+
+def test_which_launch_starts_one_process_and_which_two():
+    """Lesson 04's claim, as its cell counts it: `accelerate launch --cpu --num_processes 2` starts one
+    process, with no WORLD_SIZE; `--multi_gpu --num_processes 2` starts two, ranks 0 and 1 of 2."""
+    from effitrain_lessons.launched import MARK
+
+    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--mixed_precision", "no",
+              "--dynamo_backend", "no"]
+    started = {}
+    for flag in ("--cpu", "--multi_gpu"):
+        finished = subprocess.run([*launch, flag, "--num_processes", "2", "-m", "effitrain_lessons.launched"],
+                                  capture_output=True, text=True, timeout=240)
+        assert finished.returncode == 0, finished.stderr[-2000:]
+        started[flag] = sorted(line for line in finished.stdout.splitlines() if MARK in line)
+    assert len(started["--cpu"]) == 1 and "WORLD_SIZE=(not set)" in started["--cpu"][0]
+    assert [line.split(" RANK=")[1].split()[0] for line in started["--multi_gpu"]] == ["0", "1"]
+    assert all("WORLD_SIZE=2" in line for line in started["--multi_gpu"])
