@@ -204,12 +204,12 @@ def render_lesson(source: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -
     paths = edition_paths(name)
     rendered: dict[str, bytes] = {}
     machine_paths = {str(root)}
+    source_ids = [cell.get("id") for cell in master["cells"]]
     for language in languages:
         text = master if language == "en" else translate.translated_master(master, name, root)
         student, autograder, members, temps = _assign(text, name)
         machine_paths |= temps
         suffix = LANGUAGE_SUFFIX[language]
-        source_ids = [cell.get("id") for cell in master["cells"]]
         rendered[paths["learner" + suffix]] = _notebook_bytes(_clean(student, master, source_ids, language, name))
         rendered[paths["solution" + suffix]] = _notebook_bytes(_clean(autograder, master, source_ids, language, name))
         if language == "en":  # the autograder and the saved module come with the English editions

@@ -174,22 +174,22 @@ def _unique(messages: list[Message]) -> list[Message]:
 # What the package and the lessons' cells show while they run
 
 
-def _calls(tree: ast.AST, names: dict[str, int], where) -> list[Message]:
+def _calls(tree: ast.AST, names: dict[str, int], where: str) -> list[Message]:
+    """The messages of the calls in `tree`, in the order of the source."""
     found = []
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for node in calls:
         func = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else None
         strings = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in node.args]
         if func in names and strings[: names[func]] and all(s is not None for s in strings[: names[func]]):
             plural = strings[1] if names[func] == 2 else None
-            found.append(Message(None, strings[0], where(node), plural))
+            found.append(Message(None, strings[0], where, plural))
         if func == "Table" and node.args and isinstance(node.args[0], ast.List):
-            found += [Message(None, e.value, where(node)) for e in node.args[0].elts
+            found += [Message(None, e.value, where) for e in node.args[0].elts
                       if isinstance(e, ast.Constant) and isinstance(e.value, str) and has_words(e.value)]
         for keyword in node.keywords:
             if keyword.arg == "title" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
-                found.append(Message(None, keyword.value.value, where(node)))
+                found.append(Message(None, keyword.value.value, where))
     return found
 
 
@@ -202,8 +202,7 @@ def runtime_messages(root: Path) -> list[Message]:
         if "/lesson_code/" in relative:
             continue  # the lessons' saved cells: read from the lessons themselves
         tree = ast.parse(path.read_text(encoding="utf-8"), relative)
-        calls = sorted(_calls(tree, RUNTIME_CALLS, lambda node: node.lineno), key=lambda m: m.where)
-        messages += [Message(None, m.text, relative, m.plural) for m in calls]  # no line numbers: they move
+        messages += _calls(tree, RUNTIME_CALLS, relative)  # a file, no line numbers: they move with every edit
     for master in sorted((root / "lessons").glob("[0-9][0-9]_*.ipynb")):
         notebook = json.loads(master.read_text(encoding="utf-8"))
         for cell in notebook["cells"]:
@@ -214,7 +213,7 @@ def runtime_messages(root: Path) -> list[Message]:
             except SyntaxError:
                 continue
             where = f"lessons/{master.name}#{cell.get('id')}"
-            messages += _calls(tree, LESSON_CALLS, lambda node, w=where: w)
+            messages += _calls(tree, LESSON_CALLS, where)
     # one entry per English message; its references are every place it is used
     merged: dict[tuple[str, str | None], list[Message]] = {}
     for message in messages:
@@ -287,21 +286,26 @@ def catalog_text(catalog) -> str:
 
 def extract(root: Path) -> list[str]:
     """Bring every catalog in step with the English; return the files written."""
-    from effitrain_lessons.course.lessons import LESSONS_DIR, lesson_names
-
     root = Path(root)
     written = []
-    targets = [(catalog_path(root, name),
-                lesson_messages(json.loads((root / LESSONS_DIR / f"{name}.ipynb").read_text(encoding="utf-8")), name))
-               for name in lesson_names(root)]
-    targets.append((root / PACKAGE_CATALOG, runtime_messages(root)))
-    for path, messages in targets:
+    for path, messages, _label in catalogs(root):
         text = catalog_text(updated_catalog(read_catalog(path), messages))
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
             written.append(path.relative_to(root).as_posix())
     return written
+
+
+def catalogs(root: Path):
+    """Each catalog of the course at `root`, with the English messages it must translate and its label."""
+    from effitrain_lessons.course.lessons import LESSONS_DIR, lesson_names
+
+    root = Path(root)
+    for name in lesson_names(root):
+        master = json.loads((root / LESSONS_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
+        yield catalog_path(root, name), lesson_messages(master, name), f"{CATALOG_DIR}/{name}.po (lesson {name})"
+    yield root / PACKAGE_CATALOG, runtime_messages(root), PACKAGE_CATALOG
 
 
 def problems(catalog, messages: list[Message], label: str) -> list[str]:
@@ -438,18 +442,10 @@ def run(args) -> int:
     for path in written:
         print(f"{path} (updated)")
     left = []
-    for name, catalog, messages, label in _catalogs(root):
-        left += problems(catalog, messages, label)
+    for path, messages, label in catalogs(root):
+        left += problems(read_catalog(path), messages, label)
     print(f"{len(written)} catalog(s) updated; {len(left)} message(s) to translate or revise.")
     for line in left:
         print("  " + line)
     return 0
 
-
-def _catalogs(root: Path):
-    from effitrain_lessons.course.lessons import LESSONS_DIR, lesson_names
-
-    for name in lesson_names(root):
-        master = json.loads((Path(root) / LESSONS_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
-        yield name, read_catalog(catalog_path(root, name)), lesson_messages(master, name), f"{CATALOG_DIR}/{name}.po (lesson {name})"
-    yield None, read_catalog(Path(root) / PACKAGE_CATALOG), runtime_messages(root), PACKAGE_CATALOG
