@@ -20,6 +20,7 @@ The same loop runs as a module under a launcher on many GPUs and machines:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import json
@@ -66,6 +67,14 @@ class RunConfig:
             return phrase("{run}, accumulation {accumulation}", run=name, accumulation=self.accumulation)
         return name
 
+    def expected_synchronizations(self) -> int:
+        """The rule the counts are checked against: data parallel all-reduces gradients at every
+        micro-batch's backward (with accumulation: every optimizer step); LocalSGD averages
+        parameters every k calls of `step()` and once more on exit: floor(steps / k) + 1."""
+        if self.mode == "ddp":
+            return -(-self.steps // self.accumulation)
+        return self.steps // self.k + 1
+
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting a run cannot use."""
         if self.mode not in MODES:
@@ -82,12 +91,15 @@ class ProcessReport:
     num_processes: int
     distributed_type: str
     config: dict
+    config_type: str = "RunConfig"  # the class of the configuration (see config_of)
     losses: list[float] = field(default_factory=list)  # each micro-batch's loss in this process
     gradient_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (step, bytes) per DDP bucket
     parameter_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (round, bytes) per all_reduce call
+    parameter_allreduce_seconds: list[float] = field(default_factory=list)  # how long each of those calls took
     round_steps: list[int] = field(default_factory=list)  # the step at which each barrier-started round began
     fingerprints: list[str] = field(default_factory=list)  # digest of all parameters after each step
     final_fingerprint: str = ""  # after the run (for LocalSGD: after its last average, on exit)
+    final_parameters: str = ""  # every parameter after the run, float32 bytes in base64 (see `parameters`)
     eval_loss: float = float("nan")
     eval_accuracy: float = float("nan")
     seconds: float = 0.0
@@ -119,6 +131,10 @@ class ProcessReport:
         """Mean loss of the last 20 micro-batches (less noisy than the last one)."""
         tail = self.losses[-20:]
         return sum(tail) / len(tail) if tail else float("nan")
+
+    def parameters(self) -> torch.Tensor:
+        """Every parameter after the run, flattened into one float32 vector (to compare runs)."""
+        return torch.frombuffer(bytearray(base64.b64decode(self.final_parameters)), dtype=torch.float32)
 
     def describe(self) -> str:
         return phrase("process {rank} of {num_processes}: distributed_type={distributed_type}, "
@@ -155,11 +171,16 @@ class _CommunicationCounter:
         original_all_reduce, original_barrier = torch.distributed.all_reduce, torch.distributed.barrier
 
         def all_reduce(tensor, *args, **kwargs):
-            if not self._in_ddp_hook:
-                if self.round < 0:  # an all-reduce outside any barrier-started round
-                    self._new_round()
-                self.report.parameter_allreduces.append((self.round, tensor.numel() * tensor.element_size()))
-            return original_all_reduce(tensor, *args, **kwargs)
+            if self._in_ddp_hook:
+                return original_all_reduce(tensor, *args, **kwargs)
+            if self.round < 0 or self.report.round_steps[self.round] != self.step:
+                self._new_round()  # the first all-reduce of a step that no barrier announced (DiLoCo's)
+            self.report.parameter_allreduces.append((self.round, tensor.numel() * tensor.element_size()))
+            start = time.perf_counter()
+            try:
+                return original_all_reduce(tensor, *args, **kwargs)
+            finally:
+                self.report.parameter_allreduce_seconds.append(time.perf_counter() - start)
 
         def barrier(*args, **kwargs):
             self._new_round()
@@ -222,7 +243,8 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
     config.check()
     state = PartialState(cpu=config.cpu)
     report = ProcessReport(rank=state.process_index, num_processes=state.num_processes,
-                           distributed_type=state.distributed_type.value, config=asdict(config))
+                           distributed_type=state.distributed_type.value, config=asdict(config),
+                           config_type=type(config).__name__)
     splits = splits if splits is not None else tokenized_mrpc()
     torch.manual_seed(config.seed)  # the same starting weights in every process
     model = tiny_bert(num_hidden_layers=config.layers, dropout=False)
@@ -251,6 +273,8 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
         torch.distributed.barrier()
     report.seconds = time.perf_counter() - start
     report.final_fingerprint = fingerprint(model)
+    report.final_parameters = base64.b64encode(torch.cat(
+        [parameter.detach().cpu().float().reshape(-1) for parameter in model.parameters()]).numpy().tobytes()).decode()
     report.fingerprints.append(report.final_fingerprint)
 
     model.eval()
@@ -263,26 +287,24 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
     return report
 
 
-def expected_synchronizations(config: RunConfig) -> int:
-    """The rule the counts are checked against: data parallel all-reduces gradients at every
-    micro-batch's backward (with accumulation: every optimizer step); LocalSGD averages
-    parameters every k calls of `step()` and once more on exit: floor(steps / k) + 1."""
-    if config.mode == "ddp":
-        return -(-config.steps // config.accumulation)
-    return config.steps // config.k + 1
+def config_of(report: ProcessReport) -> RunConfig:
+    """The configuration a report was measured with, as its own class (lesson 5's `DiLoCoConfig`
+    extends `RunConfig`)."""
+    types = {kind.__name__: kind for kind in (RunConfig, *RunConfig.__subclasses__())}
+    return types[report.config_type](**report.config)
 
 
 def summary(reports: list[ProcessReport]) -> dict:
     """One row of the lesson's results table from the reports of one run (all processes)."""
     first = reports[0]
-    config = RunConfig(**first.config)
+    config = config_of(first)
     seconds = max(report.seconds for report in reports)  # the slowest process sets the run's time
     return {
         "run": config.label,
         "k": config.k if config.mode == "local_sgd" else None,
         "steps": config.steps,
         "synchronizations": first.synchronizations,
-        "expected": expected_synchronizations(config),
+        "expected": config.expected_synchronizations(),
         "allreduce_calls": first.allreduce_calls,
         "megabytes": first.allreduce_bytes / 1e6,
         "gradient_allreduces": len(first.gradient_allreduces),
@@ -421,6 +443,7 @@ def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout:
     """Run `loop(config, model, train_set)` (lesson 4's `train`) for every configuration in
     `num_processes` real processes forked from this one (gloo, CPU), measured by `measured_run`.
     Forked, the processes run the function as the notebook defines it now, edits included.
+    `loop` may also be a list with one loop per configuration (lesson 5 runs lesson 4's beside its own).
 
     Returns, for each configuration, one `ProcessReport` per process (rank order). The processes
     are started once and run the configurations one after the other. When a process fails or the
@@ -430,9 +453,10 @@ def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout:
     configs = list(configs)
     if not configs:
         raise ValueError(_("launch needs at least one RunConfig."))
-    if not callable(loop):
+    loops = list(loop) if isinstance(loop, (list, tuple)) else [loop] * len(configs)
+    if len(loops) != len(configs) or not all(callable(each) for each in loops):
         raise TypeError(_("launch needs the training loop too: launch(configs, train), "
-                          "with train(config, model, train_set)."))
+                          "with train(config, model, train_set), or one such loop per configuration."))
     for config in configs:
         config.check()
 
@@ -441,7 +465,7 @@ def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout:
     splits = tokenized_mrpc()  # once, here: the forked processes share it
 
     def job() -> list[dict]:
-        return [asdict(measured_run(config, loop, splits)) for config in configs]
+        return [asdict(measured_run(config, each, splits)) for config, each in zip(configs, loops)]
 
     per_rank = start_workers(job, num_processes, timeout)
     return [[ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))]

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from effitrain_lessons import local_sgd, viz
 from effitrain_lessons.lesson_code.lesson_04 import train
 from effitrain_lessons.local_sgd import (
-    RunConfig, agreement, expected_synchronizations, launch, measured_run, run_custom_loop, summary)
+    RunConfig, agreement, launch, measured_run, run_custom_loop, summary)
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 24
@@ -65,7 +65,7 @@ def test_data_parallel_synchronizes_gradients_every_step(runs):
 @pytest.mark.parametrize("index, k, steps", [(1, 8, STEPS), (2, 5, STEPS), (3, 8, 16)])
 def test_local_sgd_synchronizes_floor_steps_over_k_plus_one_times(runs, index, k, steps):
     configs, results = runs
-    assert expected_synchronizations(configs[index]) == steps // k + 1
+    assert configs[index].expected_synchronizations() == steps // k + 1
     for report in results[index]:
         assert report.synchronizations == steps // k + 1
         assert report.sync_steps == [local_sgd.EXIT] + list(range(k, steps + 1, k))

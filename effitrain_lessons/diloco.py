@@ -1,0 +1,169 @@
+"""Lesson 5: from Local SGD to DiLoCo, on the real processes of lesson 4.
+
+The algorithm is the lesson's own: `train(config, model, train_set)`, lesson 4's loop with an outer
+step every H inner steps, written in a `#@save` cell (built into
+`effitrain_lessons/lesson_code/lesson_05.py`). Everything else is lesson 4's and reused from
+`effitrain_lessons.local_sgd`: `launch` forks the processes, `measured_run` counts every all-reduce
+from outside the loop and fingerprints the parameters. This module adds the configuration
+(`DiLoCoConfig`: H, the outer optimizer, bucketing, the precision of the pseudo-gradient, Streaming
+DiLoCo's fragments), the rule its synchronizations follow, and the lesson's table.
+
+The same loop runs as a module under a launcher:
+
+    torchrun --nproc_per_node 2 -m effitrain_lessons.diloco --h 8 --steps 96
+    accelerate launch --multi_gpu --num_processes 8 -m effitrain_lessons.diloco --no-cpu --h 500 --steps 5000
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from dataclasses import dataclass, field
+
+from effitrain_lessons.arguments import command_line, whole_numbers
+from effitrain_lessons.device import end_processes
+from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.local_sgd import ProcessReport, RunConfig, config_of, measured_run, summary
+from effitrain_lessons.tables import Table
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+@dataclass
+class DiLoCoConfig(RunConfig):
+    """One run of lesson 5's loop: data parallel (`mode="ddp"`, as in lesson 4) or DiLoCo. The
+    defaults are the DiLoCo paper's outer optimizer (SGD, lr 0.7, Nesterov momentum 0.9); its H is
+    500, the lesson's runs are short and use 8 to 32. Lesson 4's `k` is not used: H is `h`."""
+
+    mode: str = field(default="diloco", metadata={
+        "choices": ("ddp", "diloco"), "help": "ddp: gradients every step; diloco: an outer step every h steps"})
+    h: int = field(default=8, metadata={"help": "H: inner steps between outer steps"})
+    outer_lr: float = field(default=0.7, metadata={"help": "the outer SGD's learning rate"})
+    outer_momentum: float = field(default=0.9, metadata={"help": "the outer SGD's Nesterov momentum (0: none)"})
+    bucketed: bool = field(default=True, metadata={
+        "help": "all-reduce the pseudo-gradient as one flat buffer; --no-bucketed: one call per tensor"})
+    precision: str = field(default="fp32", metadata={
+        "choices": PRECISIONS, "help": "the dtype the pseudo-gradient is all-reduced in"})
+    fragments: int = field(default=1, metadata={
+        "help": "Streaming DiLoCo: sync one of this many fragments every h / fragments steps"})
+
+    @property
+    def label(self) -> str:
+        if self.mode == "ddp":
+            name = _("data parallel")
+        else:
+            name = phrase("DiLoCo, H={h}", h=self.h)
+            if self.outer_lr == 1 and self.outer_momentum == 0:
+                name = phrase("{run}, outer lr 1, no momentum", run=name)
+            elif (self.outer_lr, self.outer_momentum) != (0.7, 0.9):
+                name = phrase("{run}, outer lr {lr:g}, momentum {momentum:g}", run=name, lr=self.outer_lr,
+                              momentum=self.outer_momentum)
+            if not self.bucketed:
+                name = phrase("{run}, per tensor", run=name)
+            if self.precision != "fp32":
+                name = f"{name}, {self.precision}"
+            if self.fragments > 1:
+                name = phrase("{run}, {fragments} fragments", run=name, fragments=self.fragments)
+        if self.seed:
+            name = phrase("{run}, data order {order}", run=name, order=self.seed + 1)
+        return name
+
+    def expected_synchronizations(self) -> int:
+        """Data parallel: one per step. DiLoCo: one outer step every H inner steps, floor(steps / H)
+        (nothing on exit); with F fragments one fragment every H / F steps, floor(steps / (H / F))."""
+        if self.mode == "ddp":
+            return super().expected_synchronizations()
+        return self.steps // (self.h // self.fragments)
+
+    def check(self) -> None:
+        if self.mode not in ("ddp", "diloco"):
+            raise ValueError(phrase("mode must be one of {modes}, got {mode!r}.", modes=("ddp", "diloco"),
+                                    mode=self.mode))
+        whole_numbers(h=self.h, steps=self.steps, batch_size=self.batch_size, layers=self.layers,
+                      fragments=self.fragments)
+        if self.accumulation != 1:
+            raise ValueError(_("Lesson 5's loop does not accumulate gradients: leave accumulation at 1."))
+        if self.precision not in PRECISIONS:
+            raise ValueError(phrase("precision must be one of {precisions}, got {precision!r}.",
+                                    precisions=PRECISIONS, precision=self.precision))
+        if self.h % self.fragments:
+            raise ValueError(phrase("H must be a multiple of the number of fragments, got H={h} and {fragments} "
+                                    "fragments.", h=self.h, fragments=self.fragments))
+        if not self.outer_lr > 0 or not 0 <= self.outer_momentum < 1:
+            raise ValueError(phrase("The outer learning rate must be above 0 and the momentum in [0, 1), got lr "
+                                    "{lr!r} and momentum {momentum!r}.", lr=self.outer_lr,
+                                    momentum=self.outer_momentum))
+
+
+def seconds_per_synchronization(reports: list[ProcessReport]) -> float:
+    """Time spent in the all-reduce calls of one synchronization, in the process that arrived last at
+    it (the others also wait for it there), median over the synchronizations. Data parallel's gradient
+    all-reduces run inside `backward()` and are not timed: NaN."""
+    rounds = []
+    for report in reports:
+        per_round: dict[int, float] = {}
+        for (round_, _size), seconds in zip(report.parameter_allreduces, report.parameter_allreduce_seconds):
+            per_round[round_] = per_round.get(round_, 0.0) + seconds
+        rounds.append(per_round)
+    if not rounds or not rounds[0]:
+        return float("nan")
+    return statistics.median(min(per_round.get(r, float("inf")) for per_round in rounds) for r in rounds[0])
+
+
+def row(reports: list[ProcessReport]) -> dict:
+    """Lesson 4's summary of a run, with what lesson 5 adds: calls, bytes and time per synchronization."""
+    out = summary(reports)
+    syncs = max(out["synchronizations"], 1)
+    out.update(
+        calls_per_sync=out["allreduce_calls"] / syncs,
+        kilobytes_per_sync=1000 * out["megabytes"] / syncs,
+        ms_per_sync=1000 * seconds_per_synchronization(reports),
+    )
+    return out
+
+
+def results(runs: list[list[ProcessReport]]) -> Table:
+    """Lesson 5's results table: one row per run, as counted in process 0."""
+    rows = []
+    for reports in runs:
+        r = row(reports)
+        rows.append([r["run"], r["steps"], r["synchronizations"], r["expected"], r["allreduce_calls"],
+                     f"{r['calls_per_sync']:.0f}", f"{r['megabytes']:.2f}", f"{r['kilobytes_per_sync']:.0f}",
+                     "-" if r["ms_per_sync"] != r["ms_per_sync"] else f"{r['ms_per_sync']:.2f}",
+                     f"{r['ms_per_step']:.1f}", f"{r['eval_loss']:.4f}",
+                     _("yes") if r["equal_at_end"] else _("NO")])
+    return Table(
+        ["run", "steps", "synchronizations", "rule", "all-reduce calls", "calls per sync", "MB sent", "kB per sync",
+         "ms in all-reduce per sync", "ms per step", "validation loss", "identical parameters at the end"],
+        rows,
+        notes=[_("Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo (there is "
+                 "no average on exit). ms in all-reduce per sync: the median over the synchronizations, in the "
+                 "process that arrived last (data parallel's all-reduces run inside backward and are not timed).")])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run lesson 5's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
+    config = command_line(DiLoCoConfig, argv, prog="python -m effitrain_lessons.diloco",
+                          description="Lesson 05's training with DiLoCo (or plain data parallel), counting its "
+                                      "all-reduces. Start it with torchrun or accelerate launch for several processes.")
+    try:
+        config.check()
+        from effitrain_lessons.lesson_code.lesson_05 import train
+
+        report = measured_run(config, train)
+    except ValueError as error:
+        print(phrase("error: {message}", message=error), file=sys.stderr)
+        end_processes()
+        return 2
+    print(report.describe(), flush=True)
+    print(phrase("[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
+                 "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
+                 rank=report.rank, run=config_of(report).label, synchronizations=report.synchronizations,
+                 calls=report.allreduce_calls, bytes=report.allreduce_bytes, loss=report.eval_loss,
+                 accuracy=report.eval_accuracy), flush=True)
+    end_processes()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
