@@ -26,7 +26,7 @@ sys.path.insert(0, str(HERE))
 
 GOAL_LESSON_S = 60.0
 GOAL_LESSON_BYTES = 1024**3
-GOAL_TOTAL_S = 180.0
+GOAL_TOTAL_S = 240.0  # six lessons (00-05)
 THRESHOLD = 0.20
 EDITIONS = {"learner": ROOT / "notebooks", "solution": ROOT / "notebooks" / "solutions"}
 

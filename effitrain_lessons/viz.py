@@ -513,3 +513,123 @@ def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Fi
     if title:
         ax.set_title(_(title), fontsize=10)
     return _finish(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 5: DiLoCo
+# ---------------------------------------------------------------------------------------------
+
+
+def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
+    """A drawn (not measured) picture of DiLoCo: in each round every worker takes H inner steps from
+    the global parameters θ (its row drifts away), then the pseudo-gradients are all-reduced, the
+    outer optimizer steps θ (a marker on the global row, gid "outer-step") and every worker loads it.
+    Used by lesson 5 before it measures the same thing."""
+    whole_numbers(h=h, rounds=rounds, workers=workers)
+    if workers < 2:
+        raise ValueError(phrase("workers must be at least 2 to have something to synchronize, got {workers}.",
+                                workers=workers))
+    inner, outer = MEMORY_COLOURS["parameters"], STATUS_COLOURS["recomputed"]
+    fig, ax = plt.subplots(figsize=(10, 1.9 + 0.6 * workers), layout="constrained")
+    width = h + 1.5  # a round: H inner steps, then the outer step
+    for round_ in range(rounds):
+        left = round_ * width
+        for worker in range(workers):
+            spread = (worker - (workers - 1) / 2) * 0.14
+            for step in range(h):  # each inner step moves the worker's copy a little further its own way
+                ax.add_patch(plt.Rectangle((left + step + 0.1, worker + 1 + spread * step - 0.22), 0.8, 0.44,
+                                           color=inner, alpha=0.75, gid="inner-step"))
+            ax.add_patch(FancyArrowPatch((left + h + 0.05, worker + 1 + spread * (h - 1)), (left + h + 0.7, 0.15),
+                                         arrowstyle="->", mutation_scale=10, color=outer, lw=1.5))
+        ax.plot([left + h + 0.75], [0.0], marker="o", markersize=16, color=outer, linestyle="none", gid="outer-step")
+        ax.text(left + h + 0.75, -0.55, phrase("outer step {number}", number=round_ + 1), ha="center", va="top",
+                fontsize=8)
+        if round_ + 1 < rounds:  # every worker loads the new θ and starts the next round from it
+            for worker in range(workers):
+                ax.add_patch(FancyArrowPatch((left + h + 0.9, 0.15), (left + width + 0.05, worker + 1), arrowstyle="->",
+                                             mutation_scale=10, color="#555555", lw=1, linestyle="--"))
+    ax.plot([0, rounds * width], [0, 0], color="#555555", lw=1.5)
+    ax.set_yticks(range(workers + 1), [_("global θ")] + [phrase("worker {number}", number=w) for w in range(workers)])
+    ax.set_xticks([])
+    ax.set_xlim(-0.2, rounds * width + 0.2)
+    ax.set_ylim(workers + 0.7, -1.2)
+    ax.spines[["top", "right", "left", "bottom"]].set_visible(False)
+    ax.set_title(phrase("H = {h} inner steps (AdamW) per worker, then the outer step: all-reduce the pseudo-gradient "
+                        "Δ = θ − mean(θᵢ), step θ with SGD and Nesterov momentum, every worker loads θ", h=h),
+                 fontsize=9, loc="left", wrap=True)
+    handles = [Patch(color=inner, alpha=0.75, label=_("inner step of one worker")),
+               Patch(color=outer, label=_("all-reduce and outer step")),
+               Line2D([], [], color="#555555", lw=1, linestyle="--", label=_("every worker loads θ"))]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(_("A drawing, not a measurement"), fontsize=10)
+    return _finish(fig)
+
+
+def _trailing_mean(values: list[float], window: int) -> list[float]:
+    out, total = [], 0.0
+    for index, value in enumerate(values):
+        total += value
+        if index >= window:
+            total -= values[index - window]
+        out.append(total / min(index + 1, window))
+    return out
+
+
+def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[str, list[int]] | None = None,
+                       title: str | None = None) -> Figure:
+    """The training loss of each run, step by step (faint) and as a trailing mean over 8 steps
+    (gid "smoothed"), with a tick (gid "sync") under the curve at each step listed in
+    `outer_steps[label]`, where that run synchronized. Used by lesson 5 and its explorer."""
+    if not curves:
+        raise ValueError(_("plot_diloco_losses needs at least one run's losses."))
+    fig, ax = plt.subplots(figsize=(9, 3.8), layout="constrained")
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    low = min(min(losses) for losses in curves.values() if losses) if any(curves.values()) else 0.0
+    for index, (label, losses) in enumerate(curves.items()):
+        colour = colours[index % len(colours)]
+        steps = range(1, len(losses) + 1)
+        ax.plot(steps, losses, color=colour, alpha=0.2, lw=0.8)
+        ax.plot(steps, _trailing_mean(list(losses), 8), color=colour, lw=2, label=label, gid="smoothed")
+        marks = [s for s in (outer_steps or {}).get(label, []) if 1 <= s <= len(losses)]
+        if marks:
+            ax.plot(marks, [low - 0.02 * (index + 1)] * len(marks), linestyle="none", marker="|", markersize=9,
+                    color=colour, gid="sync")
+    ax.set_xlabel(_("training step"))
+    ax.set_ylabel(_("training loss"))
+    ax.legend(fontsize=8)
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(_(title), fontsize=10)
+    return _finish(fig)
+
+
+def diloco_explorer(run, figure, hs=(4, 8, 16, 32, 64), outer_lrs=(0.1, 0.3, 0.5, 0.7, 1.0), h: int = 32,
+                    outer_lr: float = 0.7):
+    """An H slider and an outer-learning-rate slider above a figure: moving either calls
+    `run(h, outer_lr)`, which must return a new Figure, shown in place of the old one. `figure` is
+    shown first (a static image stays where widgets cannot render). Used by lesson 5."""
+    import ipywidgets as widgets
+    from IPython.display import display
+
+    handle = display(figure, display_id=True)
+    h_slider = widgets.SelectionSlider(options=list(hs), value=h, description="H", continuous_update=False)
+    lr_slider = widgets.SelectionSlider(options=list(outer_lrs), value=outer_lr, description=_("outer lr"),
+                                        continuous_update=False)
+    status = widgets.Label(value=_("Move H or the outer learning rate to run again."))
+
+    def rerun(_change) -> None:
+        status.value = phrase("running H={h}, outer lr {lr:g}...", h=h_slider.value, lr=lr_slider.value)
+        try:
+            new = run(h_slider.value, lr_slider.value)
+        except (RuntimeError, ValueError) as error:
+            status.value = str(error)
+            return
+        if handle is not None:
+            handle.update(new)
+        status.value = phrase("H={h}, outer lr {lr:g}: measured just now.", h=h_slider.value, lr=lr_slider.value)
+
+    h_slider.observe(rerun, names="value")
+    lr_slider.observe(rerun, names="value")
+    box = widgets.VBox([widgets.HBox([h_slider, lr_slider]), status])
+    display(box)
+    return box

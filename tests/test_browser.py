@@ -339,7 +339,7 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
     shots = ARTIFACTS / "tr" if name.startswith("tr/") else ARTIFACTS
     name = Path(name).name
     assert result.code_cells > 0 and result.executed == result.code_cells
-    if name.startswith(("01", "02", "03", "04")):
+    if name.startswith(("01", "02", "03", "04", "05")):
         assert result.images >= 1, f"{name} shows no figure"
     if name.startswith("01"):  # the segments slider moves the highlighted k and redraws the trade-off figure
         cell = _cell(page, "segments_explorer(")
@@ -359,6 +359,17 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         measured = re.escape(_("K={k}, {processes} processes: measured just now.")).replace(r"\{k\}", r"\d+")
         status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{processes\}", "3")))
         status.wait_for(timeout=60_000)  # the status says the menu's 3 processes were measured
+        cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
+    if name.startswith("05"):  # the H slider relaunches a DiLoCo run and redraws its loss against data parallel's
+        cell = _cell(page, "diloco_explorer(")
+        before = _output_images(cell)
+        handle = cell.locator(".noUi-handle").first
+        handle.focus()
+        page.keyboard.press("ArrowLeft")
+        _wait_for_new_figure(cell, before, timeout_s=180)
+        measured = re.escape(_("H={h}, outer lr {lr:g}: measured just now.")).replace(r"\{h\}", r"\d+")
+        status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{lr:g\}", r"[\d.]+")))
+        status.wait_for(timeout=60_000)
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
     _answer_the_quiz(page, name, _, shots)
     lab.shut_down_kernels()

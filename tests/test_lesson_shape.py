@@ -11,7 +11,7 @@ from effitrain_lessons.course import build as editions
 from effitrain_lessons.quizzes import QUIZZES
 
 LESSONS = editions.lesson_names()
-DIAGRAMS = {"01": "draw_checkpointing_memory(", "04": "draw_data_parallel_and_local_sgd("}
+DIAGRAMS = {"01": "draw_checkpointing_memory(", "04": "draw_data_parallel_and_local_sgd(", "05": "draw_diloco("}
 
 
 def cells(name: str) -> list[tuple[str, str]]:
@@ -50,7 +50,7 @@ def test_further_reading_has_links(name):
 
 
 @pytest.mark.parametrize("lesson, call", sorted(DIAGRAMS.items()))
-def test_lessons_01_and_04_draw_their_technique(lesson, call):
+def test_lessons_01_04_and_05_draw_their_technique(lesson, call):
     name = next(name for name in LESSONS if name.startswith(lesson))
     assert any(kind == "code" and call in text for kind, text in cells(name)), f"{name} does not call {call}...)"
 
