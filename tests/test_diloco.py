@@ -234,3 +234,31 @@ def test_module_runs_under_a_launcher_on_two_processes(launcher):
 def test_module_says_what_is_wrong_with_a_setting(capsys):
     assert diloco.main(["--h", "6", "--fragments", "4"]) == 2
     assert "H must be a multiple of the number of fragments" in capsys.readouterr().err
+
+
+def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
+    from effitrain_lessons import checks
+    from effitrain_lessons.course import build as editions
+
+    grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("05_diloco")["learner"]))
+
+    def forgets_the_momentum(global_parameters, worker_parameters, momenta, lr=0.7, momentum=0.9):
+        for index, theta in enumerate(global_parameters):
+            delta = sum(theta - worker[index] for worker in worker_parameters) / len(worker_parameters)
+            buffer = momentum * torch.zeros_like(delta) + delta  # a fresh buffer every round
+            theta.sub_(lr * (delta + momentum * buffer))
+
+    def heavy_ball(global_parameters, worker_parameters, momenta, lr=0.7, momentum=0.9):
+        for index, theta in enumerate(global_parameters):
+            delta = sum(theta - worker[index] for worker in worker_parameters) / len(worker_parameters)
+            momenta[index].mul_(momentum).add_(delta)
+            theta.sub_(lr * momenta[index])  # momentum without Nesterov's look-ahead
+
+    message = repr(grader.check("q_outer_step", {"outer_step_by_hand": forgets_the_momentum}))
+    assert "after round 2, your global parameters differ from torch.optim.SGD(nesterov=True)'s" in message
+    message = repr(grader.check("q_outer_step", {"outer_step_by_hand": heavy_ball}))
+    assert "after round 1, your global parameters differ" in message
+    tensors = len(list(tiny_bert(num_hidden_layers=1).parameters()))
+    one_too_many = repr(grader.check("q_predict_calls", {"predicted_syncs": 4, "predicted_calls_bucketed": 3,
+                                                          "predicted_calls_per_tensor": 3 * tensors}))
+    assert "You predicted predicted_syncs = 4; the measurement is 3. Counted in process 0: outer steps after steps [6, 12, 18]" in one_too_many
