@@ -10,6 +10,9 @@
 - Lesson 1's deep stack: the segment count that keeps the least memory, against sqrt(n).
 - Local SGD: synchronizations and bytes all-reduced per process for K in {1, 2, 4, 8, 16},
   against data parallel and against the rules floor(steps / K) + 1 and steps.
+- DiLoCo (lesson 5): data parallel, Local SGD and DiLoCo (the paper's outer optimizer) at two H, the
+  rule floor(steps / H), and one all-reduce per tensor against one flat buffer at H = 1, against the
+  paper's claim of H times less communication than data parallel.
 """
 
 from __future__ import annotations
@@ -119,3 +122,33 @@ def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) 
         row["syncs_vs_dp"] = row["synchronizations"] / base["synchronizations"]
     return rows
 
+
+
+def diloco_anchor(steps: int = 128, hs: tuple[int, ...] = (8, 32), layers: int = 1, num_processes: int = 2) -> list[dict]:
+    """Lesson 5's setting (1-layer tiny BERT, 128 micro-batches of 16 per process, 2 processes): data
+    parallel (two seeds), Local SGD (lesson 4's loop) and DiLoCo (lesson 5's, outer SGD lr 0.7 with
+    Nesterov momentum 0.9) at each H, and H = 1 (lr 1, no momentum) with one call per tensor and with
+    one flat buffer, over 32 steps."""
+    from effitrain_lessons.diloco import DiLoCoConfig, row
+    from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
+    from effitrain_lessons.lesson_code.lesson_05 import train
+    from effitrain_lessons.local_sgd import RunConfig, launch
+
+    plan = [(DiLoCoConfig(mode="ddp", steps=steps, layers=layers), train),
+            (DiLoCoConfig(mode="ddp", steps=steps, layers=layers, seed=1), train)]
+    for h in hs:
+        plan += [(RunConfig(mode="local_sgd", k=h, steps=steps, layers=layers), local_sgd_train),
+                 (DiLoCoConfig(h=h, steps=steps, layers=layers), train)]
+    plan += [(DiLoCoConfig(h=1, outer_lr=1.0, outer_momentum=0.0, bucketed=bucketed, steps=32, layers=layers), train)
+             for bucketed in (False, True)]
+    runs = launch([config for config, _ in plan], [loop for _, loop in plan], num_processes=num_processes, timeout=900)
+    rows = []
+    for reports in runs:
+        measured = row(reports)
+        rows.append({key: measured[key] for key in (
+            "run", "steps", "synchronizations", "expected", "allreduce_calls", "calls_per_sync", "megabytes",
+            "kilobytes_per_sync", "ms_per_sync", "ms_per_step", "eval_loss", "seconds")})
+    per_step = rows[0]["megabytes"] / rows[0]["steps"]
+    for measured in rows:
+        measured["bytes_per_step_vs_dp"] = (measured["megabytes"] / measured["steps"]) / per_step
+    return rows

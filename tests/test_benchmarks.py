@@ -86,8 +86,10 @@ def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
     grading = bench["grading"]
     from effitrain_lessons.course.lessons import load_lesson
 
+    from effitrain_lessons.course.lessons import lesson_names
+
     kinds = grading.make_class(tmp_path, learners=4)
-    assert sorted(set(kinds.values())) == sorted(grading.KINDS) and len(kinds) == 4 * 5
+    assert sorted(set(kinds.values())) == sorted(grading.KINDS) and len(kinds) == 4 * len(lesson_names()) == 4 * 6
     lesson = load_lesson("01_checkpointing_first_principles")
     solutions = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
 
@@ -116,3 +118,15 @@ def test_report_states_the_grading_goals(bench):
     assert "**21.7 min**" in text and "**misses** the 20-minute goal" in text
     assert "**9.0 s**" in text and "meets the 15 s goal" in text
     assert run.figures(results)["grading class_s"] == 1300.0
+
+
+def test_report_has_lesson_5s_table_and_compares_its_figures(bench):
+    run = bench["run"]
+    row = {"run": "DiLoCo, H=8", "steps": 128, "synchronizations": 16, "expected": 16, "allreduce_calls": 16,
+           "calls_per_sync": 1.0, "megabytes": 5.03, "kilobytes_per_sync": 314.1, "ms_per_sync": float("nan"),
+           "ms_per_step": 21.2, "eval_loss": 0.6627, "seconds": 2.7, "bytes_per_step_vs_dp": 0.125}
+    text = run.markdown({"date": "2026-12-02", "seconds": 1.0, "machine": {"cpu": "x", "cores": 2, "memory_gib": 24,
+                         "python": "3.11", "torch": "2.13.0", "transformers": "5", "cuda": False}, "diloco": [row]})
+    assert "### DiLoCo against Local SGD and data parallel" in text
+    assert "| DiLoCo, H=8 | 128 | 16 | 16 | 16 | 1 | 5.03 | 0.1250 | - | 21.2 | 0.6627 |" in text
+    assert run.figures({"diloco": [row]})["lesson 5 DiLoCo, H=8 (128 steps) allreduce_calls"] == 16
