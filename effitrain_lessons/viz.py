@@ -2,7 +2,7 @@
 one exception is slide 3's qualitative Trainer/Accelerator chart, which places two names).
 
 Every `plot_*` function returns a closed `Figure`: the notebook shows it once, as the cell's value
-(closing it keeps pyplot from showing it a second time). Used by lessons 1 to 4.
+(closing it keeps pyplot from showing it a second time). Used by lessons 1 to 5.
 
 Every word a figure or widget shows is in the lesson's language (`effitrain_lessons.i18n`): the
 module's own labels are marked `N_` where they are defined and translated when drawn, and the titles
@@ -12,6 +12,7 @@ and labels a lesson passes in are translated when drawn too (text the catalog la
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
@@ -376,27 +377,40 @@ def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4)
     `run(k, num_processes)`, which must return a new Figure, and shows it in place of the old one.
     `figure` is shown first (a static image stays where widgets cannot render). Used by lesson 4."""
     import ipywidgets as widgets
+
+    slider = widgets.SelectionSlider(options=list(ks), value=k, description="K", continuous_update=False)
+    menu = widgets.Dropdown(options=list(processes), value=num_processes, description=_("processes"))
+    return _rerun_explorer(run, figure, [slider, menu], _("Move K or change the number of processes to run again."),
+                           lambda k, n: phrase("running K={k} on {processes} processes...", k=k, processes=n),
+                           lambda k, n: phrase("K={k}, {processes} processes: measured just now.", k=k, processes=n))
+
+
+def _rerun_explorer(run, figure, controls: list, waiting: str, running, measured):
+    """Show `figure`, then `controls` in a row above a status line; changing any control calls
+    `run(*values)` and shows the Figure it returns in place of the old one. `running(*values)` and
+    `measured(*values)` are the status before and after a run; a RuntimeError or ValueError from
+    `run` (a launch that failed, a setting it refused) becomes the status. Returns the widget box."""
+    import ipywidgets as widgets
     from IPython.display import display
 
     handle = display(figure, display_id=True)
-    slider = widgets.SelectionSlider(options=list(ks), value=k, description="K", continuous_update=False)
-    menu = widgets.Dropdown(options=list(processes), value=num_processes, description=_("processes"))
-    status = widgets.Label(value=_("Move K or change the number of processes to run again."))
+    status = widgets.Label(value=waiting)
 
     def rerun(_change) -> None:
-        status.value = phrase("running K={k} on {processes} processes...", k=slider.value, processes=menu.value)
+        values = [control.value for control in controls]
+        status.value = running(*values)
         try:
-            new = run(slider.value, menu.value)
+            new = run(*values)
         except (RuntimeError, ValueError) as error:
             status.value = str(error)
             return
         if handle is not None:
             handle.update(new)
-        status.value = phrase("K={k}, {processes} processes: measured just now.", k=slider.value, processes=menu.value)
+        status.value = measured(*values)
 
-    slider.observe(rerun, names="value")
-    menu.observe(rerun, names="value")
-    box = widgets.VBox([widgets.HBox([slider, menu]), status])
+    for control in controls:
+        control.observe(rerun, names="value")
+    box = widgets.VBox([widgets.HBox(controls), status])
     display(box)
     return box
 
@@ -515,88 +529,112 @@ def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Fi
     return _finish(fig)
 
 
-# ---------------------------------------------------------------------------------------------
-# Lesson 5: DiLoCo
-# ---------------------------------------------------------------------------------------------
+def _wrapped(text: str, width: int) -> str:
+    """`text` broken into lines of about `width` characters, so a longer language grows down, not out."""
+    return textwrap.fill(text, width, break_long_words=False, break_on_hyphens=False)
 
 
 def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
-    """A drawn (not measured) picture of DiLoCo: in each round every worker takes H inner steps from
-    the global parameters θ (its row drifts away), then the pseudo-gradients are all-reduced, the
-    outer optimizer steps θ (a marker on the global row, gid "outer-step") and every worker loads it.
-    Used by lesson 5 before it measures the same thing."""
+    """A drawn (not measured) picture of DiLoCo's two optimizers. One lane per worker (gid
+    "worker-lane"): each round the worker loads the global parameters θ and takes H inner steps (AdamW)
+    on its own data, drifting away from θ; then the pseudo-gradients θ − θᵢ are all-reduced and the
+    outer step (SGD with Nesterov momentum, gid "outer-step") moves θ on the global lane, which every
+    worker loads for the next round. Used by lesson 5 before it measures the same thing."""
     whole_numbers(h=h, rounds=rounds, workers=workers)
     if workers < 2:
         raise ValueError(phrase("workers must be at least 2 to have something to synchronize, got {workers}.",
                                 workers=workers))
-    inner, outer = MEMORY_COLOURS["parameters"], STATUS_COLOURS["recomputed"]
-    fig, ax = plt.subplots(figsize=(10, 1.9 + 0.6 * workers), layout="constrained")
-    width = h + 1.5  # a round: H inner steps, then the outer step
+    inner, outer, load = MEMORY_COLOURS["parameters"], STATUS_COLOURS["recomputed"], "#777777"
+    fig, ax = plt.subplots(figsize=(10, 1.9 + 0.75 * workers), layout="constrained")
+    span = h + 2  # one round: load θ, H inner steps, the all-reduce into the outer step
+    end = rounds * span
+    ax.plot([0, end], [0, 0], color="#333333", lw=2, gid="global-lane")
+    for worker in range(1, workers + 1):
+        ax.plot([0, end], [worker, worker], color="#e4e4e4", lw=1, zorder=0, gid="worker-lane")
+    ax.plot([0], [0], marker="o", markersize=8, mfc="white", mec="#333333", linestyle="none")
     for round_ in range(rounds):
-        left = round_ * width
-        for worker in range(workers):
-            spread = (worker - (workers - 1) / 2) * 0.14
-            for step in range(h):  # each inner step moves the worker's copy a little further its own way
-                ax.add_patch(plt.Rectangle((left + step + 0.1, worker + 1 + spread * step - 0.22), 0.8, 0.44,
-                                           color=inner, alpha=0.75, gid="inner-step"))
-            ax.add_patch(FancyArrowPatch((left + h + 0.05, worker + 1 + spread * (h - 1)), (left + h + 0.7, 0.15),
-                                         arrowstyle="->", mutation_scale=10, color=outer, lw=1.5))
-        ax.plot([left + h + 0.75], [0.0], marker="o", markersize=16, color=outer, linestyle="none", gid="outer-step")
-        ax.text(left + h + 0.75, -0.55, phrase("outer step {number}", number=round_ + 1), ha="center", va="top",
+        start = round_ * span  # where θ is when the round begins
+        for worker in range(1, workers + 1):
+            # a worker's own data takes it its own way: the copies fan out from the θ they all loaded
+            drift = 0.76 * (worker - (workers + 1) / 2) / max(workers - 1, 1) / h
+            ax.add_patch(FancyArrowPatch((start, 0), (start + 1, worker), arrowstyle="-|>", mutation_scale=8,
+                                         color=load, lw=1, linestyle="--", shrinkA=4, shrinkB=0))
+            for step in range(h):
+                ax.add_patch(FancyArrowPatch((start + 1 + step, worker + drift * step),
+                                             (start + 2 + step, worker + drift * (step + 1)), arrowstyle="-|>",
+                                             mutation_scale=7, color=inner, lw=1.2, shrinkA=0, shrinkB=0,
+                                             gid="inner-step"))
+            ax.add_patch(FancyArrowPatch((start + 1 + h, worker + drift * h), (start + span, 0), arrowstyle="-|>",
+                                         mutation_scale=9, color=outer, lw=1.6, shrinkA=0, shrinkB=7))
+        ax.plot([start + span], [0], marker="o", markersize=11, color=outer, linestyle="none", gid="outer-step")
+        ax.text(start + span, -0.3, phrase("outer step {number}", number=round_ + 1), ha="center", va="bottom",
                 fontsize=8)
-        if round_ + 1 < rounds:  # every worker loads the new θ and starts the next round from it
-            for worker in range(workers):
-                ax.add_patch(FancyArrowPatch((left + h + 0.9, 0.15), (left + width + 0.05, worker + 1), arrowstyle="->",
-                                             mutation_scale=10, color="#555555", lw=1, linestyle="--"))
-    ax.plot([0, rounds * width], [0, 0], color="#555555", lw=1.5)
-    ax.set_yticks(range(workers + 1), [_("global θ")] + [phrase("worker {number}", number=w) for w in range(workers)])
+    labels = [_("global parameters θ")] + [phrase("worker {number}: H = {h} inner steps (AdamW)", number=w, h=h)
+                                           for w in range(workers)]
+    ax.set_yticks(range(workers + 1), [_wrapped(label, 22) for label in labels], fontsize=8)
+    ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
-    ax.set_xlim(-0.2, rounds * width + 0.2)
-    ax.set_ylim(workers + 0.7, -1.2)
+    ax.set_xlim(-0.4, end + 0.6)
+    ax.set_ylim(workers + 0.55, -0.75)
     ax.spines[["top", "right", "left", "bottom"]].set_visible(False)
-    ax.set_title(phrase("H = {h} inner steps (AdamW) per worker, then the outer step: all-reduce the pseudo-gradient "
-                        "Δ = θ − mean(θᵢ), step θ with SGD and Nesterov momentum, every worker loads θ", h=h),
-                 fontsize=9, loc="left", wrap=True)
-    handles = [Patch(color=inner, alpha=0.75, label=_("inner step of one worker")),
-               Patch(color=outer, label=_("all-reduce and outer step")),
-               Line2D([], [], color="#555555", lw=1, linestyle="--", label=_("every worker loads θ"))]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), ncol=3, fontsize=8, frameon=False)
-    fig.suptitle(_("A drawing, not a measurement"), fontsize=10)
+    legend = {_("inner step: AdamW on the worker's own data"): dict(color=inner, lw=1.2, marker=">", markersize=4),
+              _("all-reduce the pseudo-gradient Δ = θ − θᵢ (averaged)"): dict(color=outer, lw=1.6),
+              _("outer step: SGD with Nesterov momentum"): dict(color=outer, marker="o", markersize=8, linestyle="none"),
+              _("every worker loads θ"): dict(color=load, lw=1, linestyle="--")}
+    handles = [Line2D([], [], label=_wrapped(label, 28), **style) for label, style in legend.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
+    fig.suptitle(phrase("A drawing, not a measurement: {rounds} rounds of DiLoCo, {workers} workers, H = {h}",
+                        rounds=rounds, workers=workers, h=h), fontsize=10)
     return _finish(fig)
 
 
 def _trailing_mean(values: list[float], window: int) -> list[float]:
-    out, total = [], 0.0
+    """The mean of each value and the ones before it, at most `window` in all."""
+    means, total = [], 0.0
     for index, value in enumerate(values):
-        total += value
-        if index >= window:
-            total -= values[index - window]
-        out.append(total / min(index + 1, window))
-    return out
+        total += value - (values[index - window] if index >= window else 0.0)
+        means.append(total / min(index + 1, window))
+    return means
 
 
 def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[str, list[int]] | None = None,
                        title: str | None = None) -> Figure:
-    """The training loss of each run, step by step (faint) and as a trailing mean over 8 steps
-    (gid "smoothed"), with a tick (gid "sync") under the curve at each step listed in
-    `outer_steps[label]`, where that run synchronized. Used by lesson 5 and its explorer."""
+    """The training loss of each run against the step: faint step by step, bold as a trailing mean of
+    8 steps (gid "smoothed"), and a row of ticks along the bottom (gid "outer-steps"), in the run's
+    colour, at each step listed in `outer_steps[label]`: where that run synchronized. `curves` maps
+    a run's label (its legend entry) to its losses. Used by lesson 5 and its explorer."""
     if not curves:
         raise ValueError(_("plot_diloco_losses needs at least one run's losses."))
+    for label, losses in curves.items():
+        if not losses:
+            raise ValueError(phrase("plot_diloco_losses needs at least one loss per run; {label} has none.", label=label))
+    outer_steps = outer_steps or {}
+    colours = ("#4c72b0", "#f08c2e", "#3a9e6f", "#d1495b", "#8172b2", "#937860")
     fig, ax = plt.subplots(figsize=(9, 3.8), layout="constrained")
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    low = min(min(losses) for losses in curves.values() if losses) if any(curves.values()) else 0.0
+    ticked = [label for label in curves if outer_steps.get(label)]
     for index, (label, losses) in enumerate(curves.items()):
         colour = colours[index % len(colours)]
         steps = range(1, len(losses) + 1)
-        ax.plot(steps, losses, color=colour, alpha=0.2, lw=0.8)
+        ax.plot(steps, losses, color=colour, alpha=0.25, lw=0.8)
         ax.plot(steps, _trailing_mean(list(losses), 8), color=colour, lw=2, label=label, gid="smoothed")
-        marks = [s for s in (outer_steps or {}).get(label, []) if 1 <= s <= len(losses)]
-        if marks:
-            ax.plot(marks, [low - 0.02 * (index + 1)] * len(marks), linestyle="none", marker="|", markersize=9,
-                    color=colour, gid="sync")
-    ax.set_xlabel(_("training step"))
+        if label in ticked:  # one row of ticks per run that synchronized, in axes height so any loss scale fits
+            row = 0.03 + 0.045 * ticked.index(label)
+            at = [step for step in outer_steps[label] if 1 <= step <= len(losses)]
+            ax.plot(at, [row] * len(at), transform=ax.get_xaxis_transform(), linestyle="none", marker="|",
+                    markersize=8, mew=1.5, color=colour, gid="outer-steps")
+    if ticked:  # room under the curves for the rows of ticks, and no loss values beside them
+        low, high = ax.get_ylim()
+        values = [value for value in ax.get_yticks() if low <= value <= high]
+        strip = 0.05 + 0.045 * len(ticked)
+        ax.set_ylim(low - (high - low) * strip / (1 - strip), high)
+        ax.set_yticks(values)
+        what = _("training step (faint: each step; bold: mean of the last 8 steps; ticks: where a run synchronized)")
+    else:
+        what = _("training step (faint: each step; bold: mean of the last 8 steps)")
+    ax.set_xlim(0, max(len(losses) for losses in curves.values()) + 1)
+    ax.set_xlabel(_wrapped(what, 100), fontsize=9)
     ax.set_ylabel(_("training loss"))
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(_(title), fontsize=10)
@@ -606,30 +644,13 @@ def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[s
 def diloco_explorer(run, figure, hs=(4, 8, 16, 32, 64), outer_lrs=(0.1, 0.3, 0.5, 0.7, 1.0), h: int = 32,
                     outer_lr: float = 0.7):
     """An H slider and an outer-learning-rate slider above a figure: moving either calls
-    `run(h, outer_lr)`, which must return a new Figure, shown in place of the old one. `figure` is
-    shown first (a static image stays where widgets cannot render). Used by lesson 5."""
+    `run(h, outer_lr)`, which must return a new Figure, and shows it in place of the old one.
+    `figure` is shown first (a static image stays where widgets cannot render). Used by lesson 5."""
     import ipywidgets as widgets
-    from IPython.display import display
 
-    handle = display(figure, display_id=True)
     h_slider = widgets.SelectionSlider(options=list(hs), value=h, description="H", continuous_update=False)
     lr_slider = widgets.SelectionSlider(options=list(outer_lrs), value=outer_lr, description=_("outer lr"),
                                         continuous_update=False)
-    status = widgets.Label(value=_("Move H or the outer learning rate to run again."))
-
-    def rerun(_change) -> None:
-        status.value = phrase("running H={h}, outer lr {lr:g}...", h=h_slider.value, lr=lr_slider.value)
-        try:
-            new = run(h_slider.value, lr_slider.value)
-        except (RuntimeError, ValueError) as error:
-            status.value = str(error)
-            return
-        if handle is not None:
-            handle.update(new)
-        status.value = phrase("H={h}, outer lr {lr:g}: measured just now.", h=h_slider.value, lr=lr_slider.value)
-
-    h_slider.observe(rerun, names="value")
-    lr_slider.observe(rerun, names="value")
-    box = widgets.VBox([widgets.HBox([h_slider, lr_slider]), status])
-    display(box)
-    return box
+    return _rerun_explorer(run, figure, [h_slider, lr_slider], _("Move H or the outer learning rate to run again."),
+                           lambda h, lr: phrase("running H={h}, outer lr {lr:g}...", h=h, lr=lr),
+                           lambda h, lr: phrase("H={h}, outer lr {lr:g}: measured just now.", h=h, lr=lr))

@@ -1,0 +1,218 @@
+"""Lesson 5's figures and widget: the drawing of inner and outer steps, the loss curves with their
+outer steps, and the H / outer-lr explorer."""
+
+import io
+import itertools
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from effitrain_lessons import viz
+
+
+def _png(figure: Figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _laid_out(figure: Figure):
+    """Draw `figure` on an Agg canvas (as the notebook does) and return its renderer, to measure text."""
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def _by_gid(figure: Figure, gid: str) -> list:
+    return [artist for artist in figure.findobj() if artist.get_gid() == gid]
+
+
+def _words(figure: Figure) -> list:
+    """Every piece of text the drawing shows: lane names, outer-step names, legend, title."""
+    (ax,) = figure.axes
+    texts = [*ax.get_yticklabels(), *ax.texts, *figure.legends[0].get_texts(), figure._suptitle]
+    return [text for text in texts if text.get_visible() and text.get_text()]
+
+
+@pytest.fixture
+def longer_language(monkeypatch):
+    """Every word the module shows about a third longer, as a translation may be."""
+    def longer(text):
+        return " ".join(word + "xx" * (len(word) > 3) for word in text.split(" "))
+
+    monkeypatch.setattr(viz, "_", longer)
+    monkeypatch.setattr(viz, "phrase", lambda template, **values: longer(template.format(**values)))
+
+
+# --- the drawing ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("h, rounds, workers", [(4, 2, 2), (8, 3, 4), (1, 1, 2), (32, 2, 3)])
+def test_the_drawing_has_a_lane_per_worker_h_inner_steps_and_an_outer_step_per_round(h, rounds, workers):
+    figure = viz.draw_diloco(h=h, rounds=rounds, workers=workers)
+    assert len(_by_gid(figure, "worker-lane")) == workers and len(_by_gid(figure, "global-lane")) == 1
+    assert len(_by_gid(figure, "inner-step")) == h * rounds * workers
+    outer_steps = _by_gid(figure, "outer-step")
+    assert len(outer_steps) == rounds
+    span = h + 2  # each outer step sits on the global lane (y = 0), one round after the last
+    assert [tuple(line.get_xydata()[0]) for line in outer_steps] == [(span * (r + 1), 0.0) for r in range(rounds)]
+    labels = [label.get_text().replace("\n", " ") for label in figure.axes[0].get_yticklabels()]
+    assert labels[0] == "global parameters θ"
+    assert labels[1:] == [f"worker {w}: H = {h} inner steps (AdamW)" for w in range(workers)]
+    assert plt.get_fignums() == []  # closed: the notebook shows it once, as the cell's value
+    assert _png(figure).startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("words", ["english", "longer"])
+def test_the_drawing_words_do_not_overlap_or_leave_the_figure(words, request):
+    if words == "longer":
+        request.getfixturevalue("longer_language")
+    for h, rounds, workers in [(4, 2, 2), (8, 3, 4)]:
+        figure = viz.draw_diloco(h=h, rounds=rounds, workers=workers)
+        renderer = _laid_out(figure)
+        boxes = [(text.get_text(), text.get_window_extent(renderer)) for text in _words(figure)]
+        whole = figure.bbox
+        for text, box in boxes:
+            assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1, text
+        for (first, a), (second, b) in itertools.combinations(boxes, 2):
+            assert not a.overlaps(b), f"{first!r} overlaps {second!r}"
+
+
+@pytest.mark.parametrize("arguments, word", [({"h": 0}, "h"), ({"rounds": 1.5}, "rounds"), ({"workers": True}, "workers"),
+                                            ({"workers": 1}, "at least 2")])
+def test_the_drawing_refuses_bad_arguments_in_one_sentence(arguments, word):
+    with pytest.raises(ValueError, match=word) as error:
+        viz.draw_diloco(**arguments)
+    message = str(error.value)
+    assert message.endswith(".") and message.count(". ") == 0 and "\n" not in message
+
+
+# --- the loss curves ----------------------------------------------------------------------------------
+
+
+def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
+    curves = {"data parallel": [3.0 - 0.01 * s for s in range(40)],
+              "DiLoCo, H = 8": [3.0 - 0.01 * s + (0.2 if s % 2 else 0.0) for s in range(40)],
+              "DiLoCo, H = 16": [2.5] * 33}
+    outer = {"DiLoCo, H = 8": [8, 16, 24, 32, 40], "DiLoCo, H = 16": [16, 32, 48]}  # 48 is past that run's end
+    figure = viz.plot_diloco_losses(curves, outer, title="training loss in process 0")
+    (ax,) = figure.axes
+    smoothed = _by_gid(figure, "smoothed")
+    assert [line.get_label() for line in smoothed] == list(curves)
+    assert [len(line.get_xdata()) for line in smoothed] == [40, 40, 33]
+    assert list(smoothed[0].get_xdata()) == list(range(1, 41))
+    # a trailing mean of 8: step 21 averages steps 14 to 21 (indices 13 to 20), where the alternating 0.2 adds 0.1
+    assert smoothed[1].get_ydata()[20] == pytest.approx(3.0 - 0.01 * 16.5 + 0.1)
+    assert smoothed[2].get_ydata()[-1] == pytest.approx(2.5)
+    ticks = _by_gid(figure, "outer-steps")
+    assert [list(line.get_xdata()) for line in ticks] == [[8, 16, 24, 32, 40], [16, 32]]
+    assert [line.get_color() for line in ticks] == [smoothed[1].get_color(), smoothed[2].get_color()]
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == list(curves)
+    assert ax.get_title() == "training loss in process 0" and ax.get_ylabel() == "training loss"
+    assert ax.get_xlim()[1] >= 40
+    assert min(ax.get_yticks()) >= min(min(losses) for losses in curves.values()) - 0.5  # no loss values beside the ticks
+    assert _png(figure).startswith(b"\x89PNG")
+
+
+def test_the_loss_figure_without_outer_steps_and_its_errors():
+    figure = viz.plot_diloco_losses({"data parallel": [2.0, 1.5, 1.2]})
+    assert len(_by_gid(figure, "smoothed")) == 1 and _by_gid(figure, "outer-steps") == []
+    assert _by_gid(figure, "smoothed")[0].get_ydata() == pytest.approx([2.0, 1.75, 4.7 / 3])
+    _png(figure)
+    with pytest.raises(ValueError, match="at least one run"):
+        viz.plot_diloco_losses({})
+    with pytest.raises(ValueError, match="DiLoCo has none"):
+        viz.plot_diloco_losses({"DiLoCo": []})
+
+
+def test_the_loss_figure_in_a_longer_language_renders(longer_language):
+    figure = viz.plot_diloco_losses({"a": [1.0] * 50, "b": [2.0] * 50}, {"a": [10, 20]}, title="training loss in process 0")
+    renderer = _laid_out(figure)
+    for text in (figure.axes[0].xaxis.label, figure.axes[0].yaxis.label, figure.axes[0].title):
+        box = text.get_window_extent(renderer)
+        assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and box.y1 <= figure.bbox.y1, text.get_text()
+
+
+# --- the explorers -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """What the explorer shows: ("display", object) and ("update", figure), in order."""
+    seen = []
+
+    class Handle:
+        def update(self, obj):
+            seen.append(("update", obj))
+
+    def fake_display(obj, display_id=False):
+        seen.append(("display", obj))
+        return Handle() if display_id else None
+
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    return seen
+
+
+def _controls(box):
+    row, status = box.children
+    return list(row.children), status
+
+
+def test_the_diloco_explorer_reruns_with_the_sliders_values(shown):
+    first, calls = Figure(), []
+
+    def run(h, outer_lr):
+        calls.append((h, outer_lr))
+        return Figure()
+
+    box = viz.diloco_explorer(run, first, h=32, outer_lr=0.7)
+    (h_slider, lr_slider), status = _controls(box)
+    assert shown[0] == ("display", first) and shown[1] == ("display", box)  # the figure first, then the widgets
+    assert (h_slider.description, h_slider.value, list(h_slider.options)) == ("H", 32, [4, 8, 16, 32, 64])
+    assert (lr_slider.description, lr_slider.value) == ("outer lr", 0.7)
+    assert status.value == "Move H or the outer learning rate to run again." and calls == []
+    h_slider.value = 8
+    assert calls == [(8, 0.7)] and shown[-1] == ("update", shown[-1][1]) and shown[-1][1] is not first
+    assert status.value == "H=8, outer lr 0.7: measured just now."
+    lr_slider.value = 1.0
+    assert calls == [(8, 0.7), (8, 1.0)] and status.value == "H=8, outer lr 1: measured just now."
+    assert [kind for kind, _ in shown] == ["display", "display", "update", "update"]
+
+
+def test_the_diloco_explorer_says_why_a_run_failed_and_keeps_the_figure(shown):
+    def run(h, outer_lr):
+        raise RuntimeError(f"The launch with H = {h} did not finish in 120 s.")
+
+    box = viz.diloco_explorer(run, Figure())
+    (h_slider, _lr_slider), status = _controls(box)
+    h_slider.value = 64
+    assert status.value == "The launch with H = 64 did not finish in 120 s."
+    assert [kind for kind, _ in shown] == ["display", "display"]  # no new figure in place of the old
+
+
+def test_the_local_sgd_explorer_keeps_its_controls_and_words(shown):
+    calls = []
+
+    def run(k, num_processes):
+        calls.append((k, num_processes))
+        if num_processes == 4:
+            raise ValueError("4 processes need 4 devices.")
+        return Figure()
+
+    box = viz.local_sgd_explorer(run, Figure())
+    (slider, menu), status = _controls(box)
+    assert (slider.description, slider.value, menu.description, menu.value) == ("K", 8, "processes", 2)
+    assert status.value == "Move K or change the number of processes to run again."
+    menu.value = 3
+    assert calls == [(8, 3)] and status.value == "K=8, 3 processes: measured just now." and shown[-1][0] == "update"
+    slider.value = 16
+    menu.value = 4
+    assert calls == [(8, 3), (16, 3), (16, 4)] and status.value == "4 processes need 4 devices."
