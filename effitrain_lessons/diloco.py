@@ -65,7 +65,7 @@ class DiLoCoConfig(RunConfig):
             if self.fragments > 1:
                 name = phrase("{run}, {fragments} fragments", run=name, fragments=self.fragments)
         if self.seed:
-            name = phrase("{run}, data order {order}", run=name, order=self.seed + 1)
+            name = phrase("{run}, seed {seed}", run=name, seed=self.seed)  # other initial weights, another data order
         return name
 
     def expected_synchronizations(self) -> int:

@@ -211,7 +211,7 @@ def test_bad_settings_are_one_sentence(settings, message):
 def test_labels_name_what_differs_from_the_paper():
     assert DiLoCoConfig(h=8).label == "DiLoCo, H=8"
     assert DiLoCoConfig(h=8, outer_lr=1.0, outer_momentum=0.0).label == "DiLoCo, H=8, outer lr 1, no momentum"
-    assert DiLoCoConfig(h=4, bucketed=False, precision="bf16", seed=1).label == "DiLoCo, H=4, per tensor, bf16, data order 2"
+    assert DiLoCoConfig(h=4, bucketed=False, precision="bf16", seed=1).label == "DiLoCo, H=4, per tensor, bf16, seed 1"
 
 
 ACCELERATE_LAUNCH = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
