@@ -21,9 +21,8 @@ import sys
 from dataclasses import dataclass, field
 
 from effitrain_lessons.arguments import command_line, whole_numbers
-from effitrain_lessons.device import end_processes
 from effitrain_lessons.i18n import _, phrase
-from effitrain_lessons.local_sgd import ProcessReport, RunConfig, config_of, measured_run, summary
+from effitrain_lessons.local_sgd import ProcessReport, RunConfig, run_under_launcher, summary
 from effitrain_lessons.tables import Table
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -141,28 +140,18 @@ def results(runs: list[list[ProcessReport]]) -> Table:
                  "process that arrived last (data parallel's all-reduces run inside backward and are not timed).")])
 
 
+def _lesson_05_loop():
+    from effitrain_lessons.lesson_code.lesson_05 import train
+
+    return train
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run lesson 5's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
     config = command_line(DiLoCoConfig, argv, prog="python -m effitrain_lessons.diloco",
                           description="Lesson 05's training with DiLoCo (or plain data parallel), counting its "
                                       "all-reduces. Start it with torchrun or accelerate launch for several processes.")
-    try:
-        config.check()
-        from effitrain_lessons.lesson_code.lesson_05 import train
-
-        report = measured_run(config, train)
-    except ValueError as error:
-        print(phrase("error: {message}", message=error), file=sys.stderr)
-        end_processes()
-        return 2
-    print(report.describe(), flush=True)
-    print(phrase("[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
-                 "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
-                 rank=report.rank, run=config_of(report).label, synchronizations=report.synchronizations,
-                 calls=report.allreduce_calls, bytes=report.allreduce_bytes, loss=report.eval_loss,
-                 accuracy=report.eval_accuracy), flush=True)
-    end_processes()
-    return 0
+    return run_under_launcher(config, _lesson_05_loop)
 
 
 if __name__ == "__main__":

@@ -529,15 +529,13 @@ def _log_tail(folder: str) -> str:
     return " | ".join(lines) or _("(no output)")  # the lines themselves are the log's, as written
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run lesson 4's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
-    config = command_line(RunConfig, argv, prog="python -m effitrain_lessons.local_sgd",
-                          description="Lesson 04's training with Local SGD (or plain data parallel), counting its "
-                                      "all-reduces. Start it with torchrun or accelerate launch for several processes.")
-    from effitrain_lessons.lesson_code.lesson_04 import train
-
+def run_under_launcher(config: RunConfig, saved_loop) -> int:
+    """The body of a lesson's module under a launcher: check `config`, import the lesson's saved loop
+    (`saved_loop()` returns it), run it in this process with `measured_run`, print what this process
+    counted; a bad setting is one sentence on stderr and exit code 2. Lessons 4 and 5 use it."""
     try:
-        report = measured_run(config, train)
+        config.check()
+        report = measured_run(config, saved_loop())
     except ValueError as error:
         print(phrase("error: {message}", message=error), file=sys.stderr)
         end_processes()
@@ -550,6 +548,20 @@ def main(argv: list[str] | None = None) -> int:
                  accuracy=report.eval_accuracy), flush=True)
     end_processes()
     return 0
+
+
+def _lesson_04_loop():
+    from effitrain_lessons.lesson_code.lesson_04 import train
+
+    return train
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run lesson 4's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
+    config = command_line(RunConfig, argv, prog="python -m effitrain_lessons.local_sgd",
+                          description="Lesson 04's training with Local SGD (or plain data parallel), counting its "
+                                      "all-reduces. Start it with torchrun or accelerate launch for several processes.")
+    return run_under_launcher(config, _lesson_04_loop)
 
 
 if __name__ == "__main__":
