@@ -25,10 +25,18 @@ def command_line(config_class, argv=None, **parser_options):
     is its help text, and `metadata={"choices": (...)}` limits its values.
     """
     import argparse
+
+    parser = argparse.ArgumentParser(**parser_options)
+    add_fields(parser, config_class)
+    return config_class(**vars(parser.parse_args(argv)))
+
+
+def add_fields(parser, config_class) -> None:
+    """Add one `--option` per field of the dataclass `config_class` to `parser` (see `command_line`)."""
+    import argparse
     import dataclasses
     import typing
 
-    parser = argparse.ArgumentParser(**parser_options)
     hints = typing.get_type_hints(config_class)
     for field in dataclasses.fields(config_class):
         if not field.init:
@@ -43,4 +51,3 @@ def command_line(config_class, argv=None, **parser_options):
         else:
             parser.add_argument(option, type=allowed[0], default=default, choices=field.metadata.get("choices"),
                                 help=f"{help_text} (default: {default})".strip(), metavar=field.name.upper())
-    return config_class(**vars(parser.parse_args(argv)))

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from effitrain_lessons import __version__
+from effitrain_lessons.arguments import add_fields
 from effitrain_lessons.checks import installed_lessons
 from effitrain_lessons.hub import hub_reachable, offline_by_choice
 from effitrain_lessons.i18n import DEFAULT, LANGUAGES, _, phrase, use_language
@@ -168,6 +169,28 @@ def run_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_plan(args: argparse.Namespace) -> int:
+    """`effitrain plan MODEL`: the estimate's breakdown, and a verdict for each GPU asked for (default: every preset)."""
+    import dataclasses
+
+    from effitrain_lessons import plan
+
+    try:
+        settings = plan.Settings(**{f.name: getattr(args, f.name) for f in dataclasses.fields(plan.Settings)})
+        estimate = plan.estimate(args.model, settings)
+        verdicts = [plan.verdict(args.model, gpu, settings) for gpu in (args.gpu or list(plan.GPUS))]
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"estimate": estimate.to_dict(), "verdicts": [v.to_dict() for v in verdicts]}, indent=1))
+    else:
+        print(estimate)
+        print()
+        print("\n".join(v.sentence() for v in verdicts))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     from effitrain_lessons.course import build, grade, translate
 
@@ -185,6 +208,18 @@ def parser() -> argparse.ArgumentParser:
     lab.set_defaults(run=run_lab)
     info = commands.add_parser("info", help="versions, device, and whether the hub is reachable")
     info.set_defaults(run=run_info)
+    planning = commands.add_parser(
+        "plan", help="will it fit? the memory a training step needs, from a model's config (offline)",
+        description="Predict the memory one training step needs (parameters, gradients, optimizer state, "
+                    "activations, an allowance) and say whether it fits each GPU, or what would make it fit.")
+    planning.add_argument("model", help="a bundled model (" + ", ".join(_bundled_models()) + ") or a folder with "
+                                        "a config.json")
+    planning.add_argument("--gpu", action="append", metavar="GPU",
+                          help="a GPU (" + ", ".join(_gpu_names()) + ") or a size such as 12GiB; repeat for "
+                               "several (default: every GPU listed)")
+    planning.add_argument("--json", action="store_true", help="print the estimate and the verdicts as JSON")
+    add_fields(planning, _plan_settings())
+    planning.set_defaults(run=run_plan)
     building = commands.add_parser("build", help="build the lesson editions from lessons/ (instructors)",
                                    description=build.DESCRIPTION)
     build.add_arguments(building)
@@ -198,6 +233,24 @@ def parser() -> argparse.ArgumentParser:
     grade.add_arguments(grading)
     grading.set_defaults(run=grade.run)
     return main
+
+
+def _bundled_models() -> list[str]:
+    from effitrain_lessons.plan import bundled_models
+
+    return bundled_models()
+
+
+def _gpu_names() -> list[str]:
+    from effitrain_lessons.plan import GPUS
+
+    return list(GPUS)
+
+
+def _plan_settings():
+    from effitrain_lessons.plan import Settings
+
+    return Settings
 
 
 def main(argv: list[str] | None = None) -> int:

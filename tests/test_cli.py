@@ -240,3 +240,62 @@ def test_lab_in_turkish_without_turkish_editions_says_so(jupyterlab, tmp_path, m
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2 and all(str(notebooks / "tr") in line for line in errors)
     assert jupyterlab == [] and not (tmp_path / "mine" / "tr").exists()
+
+
+# `effitrain plan`: the estimator from the command line (lesson 6)
+
+
+def test_plan_prints_the_breakdown_and_a_verdict_for_every_gpu(monkeypatch, capsys):
+    from effitrain_lessons import plan
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert cli.main(["plan", "bert-base-uncased", "--batch", "32", "--seq", "512", "--attention", "eager"]) == 0
+    out = capsys.readouterr().out
+    expected = plan.estimate("bert-base-uncased", batch=32, seq=512, attention="eager")
+    for line in expected.lines:
+        assert line.formula in out
+    assert "4 B × 109,483,778" in out  # BERT-base and its 2-label classifier, counted on the meta device
+    for gpu in plan.GPUS:  # every preset gets its sentence, and the T4 cannot hold this setup
+        assert f"{gpu}: " in out
+    assert "T4: does not fit" in out and "A100-80GB: fits" in out
+
+
+def test_plan_json_is_the_estimate_and_the_verdicts(capsys):
+    from effitrain_lessons import plan
+
+    assert cli.main(["plan", "gpt2", "--gpu", "T4", "--gpu", "12GiB", "--batch", "8", "--seq", "1024",
+                     "--precision", "bf16", "--checkpointing", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    expected = plan.estimate("gpt2", batch=8, seq=1024, precision="bf16", checkpointing=True)
+    assert answer["estimate"]["total_bytes"] == expected.total
+    assert [line["name"] for line in answer["estimate"]["lines"]] == [line.name for line in expected.lines]
+    assert [v["gpu"] for v in answer["verdicts"]] == ["T4", "12GiB"]
+    assert answer["verdicts"][1]["memory_bytes"] == 12 * 2**30
+    assert answer["verdicts"][0]["fits"] == (expected.total <= plan.GPUS["T4"])
+    largest = answer["verdicts"][0]["largest_micro_batch"]
+    assert plan.estimate("gpt2", batch=largest, seq=1024, precision="bf16", checkpointing=True).fits("T4")
+    assert not plan.estimate("gpt2", batch=largest + 1, seq=1024, precision="bf16", checkpointing=True).fits("T4")
+
+
+@pytest.mark.parametrize("arguments, says", [
+    (["plan", "bert-bas"], "There is no model 'bert-bas' here"),
+    (["plan", "gpt2", "--batch", "-1"], "batch must be a whole number of at least 1, got -1."),
+    (["plan", "gpt2", "--batch", "6", "--accumulation", "4"], "choose an accumulation that divides the batch"),
+    (["plan", "gpt2", "--gpu", "X1"], "'X1' is neither a GPU"),
+])
+def test_plan_answers_bad_input_with_one_sentence(arguments, says, capsys):
+    assert cli.main(arguments) == 2
+    captured = capsys.readouterr()
+    assert says in captured.err and "Traceback" not in captured.err
+    assert len(captured.err.strip().splitlines()) == 1 and captured.out == ""
+
+
+def test_plan_reads_a_local_config_folder(tmp_path, capsys):
+    from effitrain_lessons import plan
+
+    _, config = plan._read_config("gpt2")
+    (tmp_path / "config.json").write_text(json.dumps({**config, "n_layer": 2}))
+    assert cli.main(["plan", str(tmp_path), "--gpu", "T4", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["estimate"]["model"]["layers"] == 2
+    assert answer["estimate"]["model"]["parameters"] < plan.model_shape("gpt2").parameters
