@@ -3,6 +3,7 @@
     python benchmarks/run.py                 # everything, Run All three times per lesson edition
     python benchmarks/run.py --repeats 1     # quicker, for a first look
     python benchmarks/run.py --only lessons --lessons 02 --no-write
+    python benchmarks/run.py --only plan --merge   # rerun one part, keep the others from RESULTS.json
 
 Before writing, the new figures are compared with the RESULTS.json already there (the committed
 one): every figure that moved by more than 20 % is named in the report.
@@ -28,6 +29,10 @@ GOAL_LESSON_S = 60.0
 GOAL_LESSON_BYTES = 1024**3
 GOAL_TOTAL_S = 240.0  # six lessons (00-05)
 THRESHOLD = 0.20
+PARTS = ("lessons", "techniques", "plan", "startup", "grading")
+# The keys of RESULTS.json each part writes (for --merge).
+PART_KEYS = {"lessons": ("lessons", "lessons_total_s"), "techniques": ("activations", "segments", "local_sgd", "diloco"),
+             "plan": ("plan",), "startup": ("imports",), "grading": ("grading",)}
 EDITIONS = {"learner": ROOT / "notebooks", "solution": ROOT / "notebooks" / "solutions"}
 
 
@@ -99,6 +104,9 @@ def figures(results: dict) -> dict[str, float]:
     for row in results.get("diloco", []):
         for key in ("synchronizations", "allreduce_calls", "megabytes", "ms_per_step"):
             out[f"lesson 5 {row['run']} ({row['steps']} steps) {key}"] = row[key]
+    for row in results.get("plan", []):
+        key = f"plan {row['model']} s={row['s']} b={row['b']} {row['attention']} checkpointing {row['checkpointing']}"
+        out[f"{key} ratio"] = row["ratio"]
     for label, seconds in results.get("imports", {}).items():
         out[f"import {label} s"] = seconds
     grading = results.get("grading")
@@ -153,6 +161,12 @@ def markdown(results: dict) -> str:
         f"transformers {m['transformers']}. Every lesson runs offline. Regenerate with `make bench`.",
         "",
     ]
+    merged = results.get("merged")
+    if merged:
+        lines[2] = lines[2].replace(f"in {results['seconds'] / 60:.1f} min", f"in {results['seconds'] / 60:.1f} min "
+                                    f"(parts rerun: {', '.join(merged['rerun'])})")
+        lines.insert(3, "")
+        lines.insert(4, f"Parts kept from the run of {merged['kept_from']}: {', '.join(merged['kept']) or 'none'}.")
     if results.get("lessons"):
         repeats = len(results["lessons"][0]["runs"])
         lines += [
@@ -295,7 +309,28 @@ def markdown(results: dict) -> str:
         lines += ["", "Share of the points each kind earned (a check that the class is graded as written):", ""]
         lines += table(["kind", "share of points"], [[kind, f"{share:.0%}"] for kind, share in g["share_of_points"].items()])
         lines.append("")
-    lines += ["## 5. Against the previous results", ""]
+    if results.get("plan"):
+        lines += [
+            "## 5. The planner (`effitrain plan`, lesson 6) against measurement",
+            "",
+            "`effitrain_lessons.plan.estimate(..., device=\"cpu\")` against the bytes saved for backward, measured as "
+            "lesson 1 measures them (saved-tensor hooks, each storage once), for real widths at a few layers, fp32, "
+            "dropout as the config has it, with and without full checkpointing, eager and SDPA attention. Goal: "
+            "within 10 %. Parameters, gradients and AdamW state: the estimate against the tensors counted after one "
+            "real AdamW step (goal: equal).",
+            "",
+        ]
+        lines += table(
+            ["model", "s, b", "attention", "checkpointing", "measured", "estimated", "ratio", "within 10 %",
+             "states measured", "states estimated"],
+            [[row["model"], f"{row['s']}, {row['b']}", row["attention"], "on" if row["checkpointing"] else "off",
+              mib(row["activations_measured"]), mib(row["activations_estimated"]), f"{row['ratio']:.3f}",
+              "yes" if abs(row["ratio"] - 1) <= 0.10 else "**no**",
+              f"{row['states_measured']:,} B" if "states_measured" in row else "",
+              (f"{row['states_estimated']:,} B" + ("" if row["states_estimated"] == row["states_measured"] else " **differs**"))
+              if "states_measured" in row else ""] for row in results["plan"]])
+        lines.append("")
+    lines += [f"## {6 if results.get('plan') else 5}. Against the previous results", ""]
     previous = results.get("previous")
     if previous is None:
         lines.append("No earlier RESULTS.json to compare with.")
@@ -311,16 +346,18 @@ def markdown(results: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3, help="Run All runs per lesson edition (median taken)")
-    parser.add_argument("--only", default="lessons,techniques,startup,grading", help="comma-separated parts to run")
+    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run")
     parser.add_argument("--lessons", nargs="*", help="lesson number prefixes, e.g. 02 04 (default: all)")
     parser.add_argument("--no-write", action="store_true", help="print the report instead of writing RESULTS.*")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the parts not rerun from the RESULTS.json there (the report says which are whose)")
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1.")
     parts = {part.strip() for part in args.only.split(",")}
-    unknown = parts - {"lessons", "techniques", "startup", "grading"}
+    unknown = parts - set(PARTS)
     if unknown:
-        parser.error(f"unknown part(s) {sorted(unknown)}: choose from lessons, techniques, startup, grading.")
+        parser.error(f"unknown part(s) {sorted(unknown)}: choose from {', '.join(PARTS)}.")
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
@@ -341,6 +378,11 @@ def main(argv: list[str] | None = None) -> int:
         results["local_sgd"] = techniques.local_sgd_anchor()
         print("DiLoCo against Local SGD and data parallel ...", flush=True)
         results["diloco"] = techniques.diloco_anchor()
+    if "plan" in parts:
+        import techniques
+
+        print("the planner against measurement ...", flush=True)
+        results["plan"] = techniques.plan_anchor()
     if "lessons" in parts:
         print("lessons ...", flush=True)
         results["lessons"] = bench_lessons(args.repeats, args.lessons)
@@ -356,6 +398,15 @@ def main(argv: list[str] | None = None) -> int:
     results["seconds"] = time.perf_counter() - started
 
     json_path, md_path = HERE / "RESULTS.json", HERE / "RESULTS.md"
+    if args.merge and json_path.exists():
+        old = json.loads(json_path.read_text())
+        kept = [part for part in PARTS if part not in parts and any(key in old for key in PART_KEYS[part])]
+        for part in kept:
+            for key in PART_KEYS[part]:
+                if key in old:
+                    results[key] = old[key]
+        results["merged"] = {"rerun": sorted(parts), "kept": kept, "kept_from": old.get("merged", {}).get(
+            "kept_from", old.get("date")), "seconds_kept": old.get("seconds", 0.0)}
     new_figures = figures(results)
     results["figures"] = new_figures
     if json_path.exists():

@@ -152,3 +152,59 @@ def diloco_anchor(steps: int = 128, hs: tuple[int, ...] = (8, 32), layers: int =
     for measured in rows:
         measured["bytes_per_step_vs_dp"] = (measured["megabytes"] / measured["steps"]) / per_step
     return rows
+
+
+# Lesson 6's planner against measurement: (name, bundled model, config overrides, micro-batch, sequence).
+# Real widths at fewer layers (the count is per layer), fp32 on the CPU, dropout as the config has it.
+PLAN_SHAPES = [
+    ("BERT-base shape, 2 layers", "bert-base-uncased", dict(num_hidden_layers=2), 4, 128),
+    ("BERT-base shape, 4 layers", "bert-base-uncased", dict(num_hidden_layers=4), 2, 256),
+    ("GPT-2 small shape, 2 layers", "gpt2", dict(n_layer=2), 2, 256),
+    ("GPT-2 small shape, 4 layers", "gpt2", dict(n_layer=4), 1, 512),
+    ("Llama-3.2-1B shape, 1 layer, h=512", "llama-3.2-1b-shaped",
+     dict(num_hidden_layers=1, hidden_size=512, intermediate_size=2048, num_attention_heads=8, num_key_value_heads=2,
+          head_dim=64, vocab_size=32000), 2, 256),
+]
+
+
+def _plan_inputs(model, batch: int, seq: int) -> dict:
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=generator)
+    if model.config.model_type == "bert":
+        return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long),
+                "labels": torch.randint(0, 2, (batch,), generator=generator)}
+    return {"input_ids": ids, "labels": ids}
+
+
+def plan_anchor() -> list[dict]:
+    """`effitrain_lessons.plan`'s estimate against the bytes saved for backward (measured as lesson 1
+    measures them) and against tensors counted after a real AdamW step."""
+    from effitrain_lessons import plan
+    from effitrain_lessons.memory import record_saved_tensors, training_memory
+
+    rows = []
+    for name, bundled, overrides, batch, seq in PLAN_SHAPES:
+        _, config = plan._read_config(bundled)
+        config = {**config, **overrides}
+        for attention in ("eager", "sdpa"):
+            for checkpointing in (False, True):
+                model = plan.build(config, attention=attention)
+                if checkpointing:
+                    model.gradient_checkpointing_enable()
+                inputs = _plan_inputs(model, batch, seq)
+                settings = dict(batch=batch, seq=seq, attention=attention, checkpointing=checkpointing, device="cpu")
+                predicted = plan.estimate(config, **settings)
+                with record_saved_tensors(model) as log:
+                    model(**inputs)
+                row = {"model": name, "b": batch, "s": seq, "attention": attention, "checkpointing": checkpointing,
+                       "activations_measured": log.total_bytes,
+                       "activations_estimated": predicted.bytes_of("activations"),
+                       "ratio": predicted.bytes_of("activations") / log.total_bytes}
+                if attention == "sdpa" and not checkpointing:
+                    states = training_memory(model, inputs)
+                    row["states_measured"] = states.parameters + states.gradients + states.optimizer_state
+                    row["states_estimated"] = sum(predicted.bytes_of(line) for line in
+                                                  ("parameters", "gradients", "optimizer state"))
+                rows.append(row)
+                del model
+    return rows

@@ -130,3 +130,19 @@ def test_report_has_lesson_5s_table_and_compares_its_figures(bench):
     assert "### DiLoCo against Local SGD and data parallel" in text
     assert "| DiLoCo, H=8 | 128 | 16 | 16 | 16 | 1 | 5.03 | 0.1250 | - | 21.2 | 0.6627 |" in text
     assert run.figures({"diloco": [row]})["lesson 5 DiLoCo, H=8 (128 steps) allreduce_calls"] == 16
+
+
+def test_report_has_the_planners_table_and_merges_kept_parts(bench):
+    results = {"date": "2026-12-02", "seconds": 60.0,
+               "machine": {"cpu": "x", "cores": 2, "memory_gib": 24, "cuda": False, "python": "3", "torch": "2",
+                           "transformers": "5"},
+               "plan": [{"model": "BERT-base shape, 2 layers", "b": 4, "s": 128, "attention": "sdpa",
+                         "checkpointing": False, "activations_measured": 100, "activations_estimated": 120,
+                         "ratio": 1.2, "states_measured": 10, "states_estimated": 11}],
+               "merged": {"rerun": ["plan"], "kept": ["lessons"], "kept_from": "2026-11-30", "seconds_kept": 1.0},
+               "previous": None, "moved": []}
+    report = bench["run"].markdown(results)
+    assert "## 5. The planner" in report and "## 6. Against the previous results" in report
+    assert "| 1.200 | **no** |" in report and "11 B **differs**" in report
+    assert "Parts kept from the run of 2026-11-30: lessons." in report
+    assert "plan BERT-base shape, 2 layers s=128 b=4 sdpa checkpointing False ratio" in bench["run"].figures(results)
