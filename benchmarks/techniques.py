@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from effitrain_lessons.memory import measure_step
+from effitrain_lessons.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
 from effitrain_lessons.models import tiny_bert
 
 # (name, config overrides, micro-batch, sequence length); fp32 on the CPU, dropout on (its masks
@@ -30,16 +31,6 @@ SHAPES = [
     ("BERT-base shape (12 layers, h=768, a=12)", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                                                       intermediate_size=3072, vocab_size=30522), 8, 128),
 ]
-
-
-def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> int:
-    """Activations of one transformer layer, 16-bit tensors and 1-byte masks: s*b*h*(34 + 5*a*s/h)."""
-    return round(s * b * h * (34 + 5 * a * s / h))
-
-
-def korthikanti_checkpointed_layer_bytes(s: int, b: int, h: int) -> int:
-    """With full recomputation a layer keeps only its input: 2*s*b*h bytes in 16 bits."""
-    return 2 * s * b * h
 
 
 def _measure(overrides: dict, layers: int, batch: int, seq: int, checkpointing: bool):

@@ -318,6 +318,17 @@ def checkpointed_outside_terms(shape: ModelShape, settings: Settings) -> list[Te
     return terms
 
 
+def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> int:
+    """Korthikanti et al. 2022: one transformer layer's activations, 16-bit tensors and 1-byte
+    dropout masks, s*b*h*(34 + 5*a*s/h) bytes (twice that is the fp32 reference)."""
+    return round(s * b * h * (34 + 5 * a * s / h))
+
+
+def korthikanti_checkpointed_layer_bytes(s: int, b: int, h: int) -> int:
+    """With full recomputation a layer keeps only its input: 2*s*b*h bytes in 16 bits."""
+    return 2 * s * b * h
+
+
 def _dims(shape: ModelShape, settings: Settings) -> dict[str, int]:
     return {"s": settings.seq, "b": settings.micro_batch, "h": shape.hidden, "f": shape.intermediate,
             "a": shape.heads, "V": shape.vocab, "k": shape.kv_hidden}
