@@ -558,7 +558,7 @@ class Verdict:
             return phrase("{gpu}: does not fit ({used}); it would with {remedies}.", gpu=self.gpu, used=used,
                           remedies=_(" or ").join(_(text).format(**values(remedy))
                                                   for text, remedy in self.remedies))
-        return phrase("{gpu}: does not fit ({used}), not even with all the changes the planner knows together.",
+        return phrase("{gpu}: does not fit ({used}), and no single change the planner knows makes it fit.",
                       gpu=self.gpu, used=used)
 
     def to_dict(self) -> dict:
@@ -572,7 +572,7 @@ def values(estimate: Estimate) -> dict:
     return {"accumulation": estimate.settings.accumulation, "micro": estimate.settings.micro_batch}
 
 
-# The changes the verdict tries, one at a time, then all together (English; shown translated).
+# The changes the verdict tries, one at a time (English; shown translated).
 REMEDIES = (
     (N_("checkpointing"), {"checkpointing": True}),
     (N_("fused (SDPA) attention"), {"attention": "sdpa"}),
