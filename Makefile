@@ -38,7 +38,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: setup browser sandbox lab test test-lowest test-outside bench notebooks catalogs clean
+.PHONY: setup browser sandbox lab test test-lowest test-outside bench gpu-check notebooks catalogs clean
 
 setup: $(STAMP)
 
@@ -87,6 +87,10 @@ test-lowest: $(LOWEST_STAMP)
 # committed ones. BENCH_ARGS="--repeats 1" for a quicker look.
 bench: setup sandbox
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
+
+# Lesson 6's planner against a real GPU (under 5 min): benchmarks/GPU_CHECK.md and gpu_check.json; none without CUDA.
+gpu-check: setup
+	$(BIN)/python tools/gpu_check.py
 
 notebooks: setup
 	$(BIN)/effitrain build

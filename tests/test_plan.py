@@ -1,0 +1,483 @@
+"""Lesson 6's planner held against measurement: what `plan.estimate` predicts, counted on real models.
+
+Parameters, gradients and optimizer state are compared exactly with the tensors a real optimizer
+step leaves; saved activations within 10 % of what autograd saves (`record_saved_tensors`, as
+lesson 1 measures), over a grid of shapes of small BERT, GPT-2 and Llama models built from the
+bundled configs. The GPU check (tools/gpu_check.py) is tested here only for what it does on a CPU.
+"""
+
+import functools
+import importlib.util
+import itertools
+import json
+import math
+import re
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from effitrain_lessons import plan
+from effitrain_lessons.memory import record_saved_tensors, storage_key, training_memory
+
+ROOT = Path(__file__).resolve().parents[1]
+FAMILIES = ("bert", "gpt2", "llama")
+VOCAB = 300
+
+# Small models of each bundled family: the bundled config with these fields overridden.
+SMALL = {
+    "bert": ("bert-base-uncased", {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 256,
+                                   "vocab_size": VOCAB, "max_position_embeddings": 128}),
+    "gpt2": ("gpt2", {"n_embd": 64, "n_head": 4, "vocab_size": VOCAB, "n_positions": 128,
+                      "bos_token_id": 0, "eos_token_id": 0}),
+    "llama": ("llama-3.2-1b-shaped", {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                      "head_dim": 16, "intermediate_size": 256, "vocab_size": VOCAB,
+                                      "bos_token_id": 1, "eos_token_id": 2}),
+}
+LAYERS = {"bert": "num_hidden_layers", "gpt2": "n_layer", "llama": "num_hidden_layers"}
+DROPOUTS = {"bert": ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+            "gpt2": ("resid_pdrop", "embd_pdrop", "attn_pdrop"), "llama": ("attention_dropout",)}
+OPTIMIZERS = {
+    "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3),
+    "sgd": lambda params: torch.optim.SGD(params, lr=1e-3),
+    "sgd-momentum": lambda params: torch.optim.SGD(params, lr=1e-3, momentum=0.9),
+}
+
+
+def small_config(family: str, layers: int = 2, dropout: bool = True) -> dict:
+    """The config dict both the built model and the estimate are made from."""
+    name, overrides = SMALL[family]
+    _, config = plan._read_config(name)
+    return {**config, **overrides, LAYERS[family]: layers, **dict.fromkeys(DROPOUTS[family], 0.1 if dropout else 0.0)}
+
+
+def batch_for(family: str, batch: int, seq: int) -> dict:
+    ids = torch.randint(0, VOCAB, (batch, seq), generator=torch.Generator().manual_seed(0))
+    if family == "bert":
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
+                "labels": torch.zeros(batch, dtype=torch.long)}
+    return {"input_ids": ids, "labels": ids}
+
+
+def stored_bytes(tensors) -> int:
+    """Bytes of the storages behind `tensors`, each storage once."""
+    return sum({storage_key(t): t.untyped_storage().nbytes() for t in tensors}.values())
+
+
+def state_lines(estimate: plan.Estimate) -> dict[str, int]:
+    return {name: estimate.bytes_of(name)
+            for name in ("parameters", "fp32 master weights", "gradients", "optimizer state")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters, gradients, optimizer state: exact
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_fp32_state_is_what_one_real_step_leaves(family, optimizer):
+    config = small_config(family)
+    model = plan.build(config)
+    measured = training_memory(model, batch_for(family, 2, 16), make_optimizer=OPTIMIZERS[optimizer])
+    estimate = plan.estimate(config, batch=2, seq=16, optimizer=optimizer, device="cpu")
+    assert state_lines(estimate) == {"parameters": measured.parameters, "fp32 master weights": 0,
+                                     "gradients": measured.gradients, "optimizer state": measured.optimizer_state}
+    # The same by hand: AdamW keeps two moments a parameter and a 4-byte step count a parameter tensor.
+    parameters = list(model.parameters())  # a tied weight (GPT-2's, Llama's) is yielded once
+    p, t = sum(w.numel() for w in parameters), len(parameters)
+    assert measured.optimizer_state == {"adamw": 2 * 4 * p + 4 * t, "sgd": 0, "sgd-momentum": 4 * p}[optimizer]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pure_bf16_state_is_what_one_real_step_leaves(family):
+    config = small_config(family)
+    model = plan.build(config).to(torch.bfloat16)
+    measured = training_memory(model, batch_for(family, 2, 16))  # AdamW: bf16 moments, fp32 step counts
+    estimate = plan.estimate(config, batch=2, seq=16, precision="bf16", master_weights=False, device="cpu")
+    assert state_lines(estimate) == {"parameters": measured.parameters, "fp32 master weights": 0,
+                                     "gradients": measured.gradients, "optimizer state": measured.optimizer_state}
+
+
+def mixed_precision_step(model: torch.nn.Module, batch: dict) -> dict[str, int]:
+    """One step of mixed precision as ZeRO (Rajbhandari et al. 2020) counts it, 16 bytes a parameter
+    with AdamW: bf16 weights and gradients, an fp32 master copy of the weights that AdamW updates
+    (its moments in fp32), the result copied back into the bf16 weights."""
+    weights = list(model.parameters())
+    master = [w.detach().float().requires_grad_() for w in weights]
+    optimizer = torch.optim.AdamW(master, lr=1e-3)
+    model(**batch).loss.backward()
+    for copy, weight in zip(master, weights):
+        copy.grad = weight.grad.float()
+    optimizer.step()
+    with torch.no_grad():
+        for copy, weight in zip(master, weights):
+            weight.copy_(copy)
+            copy.grad = None  # a passing fp32 copy of the bf16 gradient, not kept between steps
+    assert {w.dtype for w in weights} == {w.grad.dtype for w in weights} == {torch.bfloat16}
+    assert {w.dtype for w in master} == {torch.float32}
+    state = [value for values in optimizer.state.values() for value in values.values() if torch.is_tensor(value)]
+    return {"parameters": stored_bytes(weights), "fp32 master weights": stored_bytes(master),
+            "gradients": stored_bytes(w.grad for w in weights), "optimizer state": stored_bytes(state)}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_mixed_precision_state_is_what_one_real_step_leaves(family):
+    config = small_config(family)
+    measured = mixed_precision_step(plan.build(config).to(torch.bfloat16), batch_for(family, 2, 16))
+    estimate = plan.estimate(config, batch=2, seq=16, precision="bf16", master_weights=True, device="cpu")
+    assert state_lines(estimate) == measured
+    p, t = estimate.model.parameters, estimate.model.tensors
+    assert sum(measured.values()) == 16 * p + 4 * t
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations: within 10 % of what autograd saves
+
+
+GRID_LAYERS, GRID_BATCHES, GRID_SEQS = (1, 3), (1, 4), (16, 96)
+POINTS = list(itertools.product(GRID_LAYERS, GRID_BATCHES, GRID_SEQS, (False, True), ("eager", "sdpa"), (False, True)))
+TOLERANCE = 0.10
+
+
+def point_id(layers, batch, seq, checkpointing, attention, dropout) -> str:
+    return (f"L{layers}-b{batch}-s{seq}-{'checkpointed' if checkpointing else 'plain'}-{attention}-"
+            f"{'dropout' if dropout else 'no-dropout'}")
+
+
+@functools.lru_cache(maxsize=None)
+def small_model(family, layers, attention, dropout) -> torch.nn.Module:
+    return plan.build(small_config(family, layers, dropout), attention=attention)
+
+
+@functools.lru_cache(maxsize=None)
+def saved_bytes(family, layers, batch, seq, checkpointing, attention, dropout) -> int:
+    """What the forward pass (with its loss) leaves for backward, measured as lesson 1 measures it."""
+    model = small_model(family, layers, attention, dropout)
+    if checkpointing:
+        model.activation_checkpointing_enable()
+    else:
+        model.activation_checkpointing_disable()
+    with record_saved_tensors(model) as log:
+        model(**batch_for(family, batch, seq))
+    return log.total_bytes
+
+
+def estimated_bytes(family, layers, batch, seq, checkpointing, attention, dropout) -> int:
+    settings = plan.Settings(batch=batch, seq=seq, attention=attention, checkpointing=checkpointing, device="cpu")
+    return plan.activation_bytes(plan.model_shape(small_config(family, layers, dropout)), settings)["kept"]
+
+
+@functools.lru_cache(maxsize=None)
+def ratios(family) -> dict[tuple, tuple[int, int]]:
+    """(measured, estimated) for every point of the grid."""
+    return {point: (saved_bytes(family, *point), estimated_bytes(family, *point)) for point in POINTS}
+
+
+def ratio_table(family, marked) -> str:
+    rows = [f"{'point':42} {'measured':>10} {'estimated':>10}  ratio"]
+    for point, (measured, estimated) in ratios(family).items():
+        flag = "  <-- beyond 10 %" if point in marked else ""
+        rows.append(f"{point_id(*point):42} {measured:>10,} {estimated:>10,}  {estimated / measured:.3f}{flag}")
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("point", POINTS, ids=[point_id(*point) for point in POINTS])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_saved_activations_are_estimated_within_10_percent(family, point):
+    measured, estimated = ratios(family)[point]
+    beyond = [p for p, (m, e) in ratios(family).items() if abs(e / m - 1) > TOLERANCE]
+    assert abs(estimated / measured - 1) <= TOLERANCE, (
+        f"{family} {point_id(*point)}: estimated {estimated:,} B, measured {measured:,} B "
+        f"(ratio {estimated / measured:.3f})\n{ratio_table(family, beyond)}")
+
+
+RECOMPUTED = list(itertools.product(GRID_BATCHES, GRID_SEQS, ("eager", "sdpa"), (False, True)))
+
+
+@pytest.mark.parametrize("batch,seq,attention,dropout", RECOMPUTED,
+                         ids=[point_id(3, *p[:2], True, *p[2:]) for p in RECOMPUTED])
+@pytest.mark.parametrize("family", FAMILIES)
+def test_one_layer_recomputed_is_one_layer_of_the_plain_run(family, batch, seq, attention, dropout):
+    # What one layer saves without checkpointing: the difference between 3 layers and 1, halved.
+    per_layer = (saved_bytes(family, 3, batch, seq, False, attention, dropout)
+                 - saved_bytes(family, 1, batch, seq, False, attention, dropout)) / 2
+    estimate = plan.estimate(small_config(family, 3, dropout), batch=batch, seq=seq, attention=attention,
+                             checkpointing=True, device="cpu")
+    recomputed = estimate.bytes_of("one layer recomputed")
+    assert abs(recomputed / per_layer - 1) <= TOLERANCE, (
+        f"one layer recomputed: estimated {recomputed:,} B, one plain layer measured {per_layer:,.0f} B "
+        f"(ratio {recomputed / per_layer:.3f})")
+
+
+# ---------------------------------------------------------------------------------------------
+# The bundled models: parameter counts, offline
+
+
+PUBLISHED = {  # the models' published parameter counts; BERT's with the 2-label classifier it gets here
+    "bert-base-uncased": 109_482_240 + 768 * 2 + 2,
+    "bert-large-uncased": 335_141_888 + 1024 * 2 + 2,
+    "gpt2": 124_439_808,
+    "gpt2-medium": 354_823_168,
+    "llama-3.2-1b-shaped": 1_235_814_400,  # embeddings tied with the head, as in Llama 3.2 1B
+}
+MODEL_CLASSES = {
+    "bert": (transformers.BertConfig, transformers.BertForSequenceClassification),
+    "gpt2": (transformers.GPT2Config, transformers.GPT2LMHeadModel),
+    "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+}
+
+
+def test_every_bundled_model_has_a_published_count():
+    assert set(plan.bundled_models()) == set(PUBLISHED)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_bundled_parameter_counts_are_exact_and_offline(name, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"the planner tried to reach the network for {name}")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    plan._shape_of.cache_clear()  # build it here, under the guard
+    _, config = plan._read_config(name)
+    config_class, model_class = MODEL_CLASSES[config["model_type"]]
+    with torch.device("meta"):
+        model = model_class(config_class(**{k: v for k, v in config.items() if k != "model_type"}))
+    parameters = list(model.parameters())
+    shape = plan.model_shape(name)
+    assert (shape.parameters, shape.tensors) == (sum(w.numel() for w in parameters), len(parameters))
+    assert shape.parameters == PUBLISHED[name]
+
+
+# ---------------------------------------------------------------------------------------------
+# What fits: the solvers and the verdict
+
+
+def test_largest_micro_batch_fits_and_one_more_does_not():
+    for model, gpu, options in (("gpt2", "T4", {"seq": 1024}), ("bert-base-uncased", "L4", {"seq": 512}),
+                                ("gpt2", "A100-80GB", {"seq": 1024, "attention": "eager", "precision": "bf16"})):
+        b = plan.largest_micro_batch(model, gpu, **options)
+        assert b >= 1
+        assert plan.estimate(model, batch=b, **options).fits(gpu)
+        assert not plan.estimate(model, batch=b + 1, **options).fits(gpu)
+
+
+def test_largest_micro_batch_is_0_when_not_even_one_fits():
+    assert not plan.estimate("llama-3.2-1b-shaped", batch=1).fits("T4")
+    assert plan.largest_micro_batch("llama-3.2-1b-shaped", "T4") == 0
+
+
+def test_smallest_accumulation_is_the_least_divisor_that_fits():
+    options = {"batch": 48, "seq": 1024}
+    k = plan.smallest_accumulation("gpt2", "T4", **options)
+    fitting = [d for d in range(1, 49) if 48 % d == 0 and plan.estimate("gpt2", accumulation=d, **options).fits("T4")]
+    assert k == fitting[0] > 1
+    assert plan.smallest_accumulation("gpt2", "T4", batch=1, seq=128) == 1
+    assert plan.smallest_accumulation("llama-3.2-1b-shaped", "T4", batch=8) is None
+
+
+def test_verdict_lists_remedies_that_fit():
+    settings = plan.Settings(batch=64, seq=1024, attention="eager")
+    verdict = plan.verdict("gpt2", "T4", settings)
+    assert not verdict.fits and verdict.remedies
+    for text, remedy in verdict.remedies:
+        assert remedy.total <= plan.GPUS["T4"], text
+        changed = {f for f in plan.Settings.__dataclass_fields__
+                   if getattr(remedy.settings, f) != getattr(settings, f)}
+        assert len(changed) == 1, (text, changed)  # one change at a time
+        assert remedy == plan.estimate("gpt2", remedy.settings)
+    assert "does not fit" in verdict.sentence() and "accumulation" in verdict.sentence()
+    fits = plan.verdict("gpt2", "H100-80GB", batch=8, seq=512)
+    assert fits.fits and not fits.remedies
+    assert fits.sentence().startswith("H100-80GB: fits")
+
+
+def test_a_verdict_without_remedies_claims_only_what_it_tried():
+    # GPT-2 at batch 64 on 5 GiB: no single change fits, though all of them together would.
+    settings = plan.Settings(batch=64, seq=1024, attention="eager")
+    verdict = plan.verdict("gpt2", "5GiB", settings)
+    assert not verdict.fits and not verdict.remedies
+    singles = [plan.estimate("gpt2", settings, **change) for _, change in plan.REMEDIES]
+    singles += [plan.estimate("gpt2", settings, accumulation=k) for k in range(2, 65) if 64 % k == 0]
+    assert not any(single.fits("5GiB") for single in singles)
+    together = plan.Settings(batch=64, seq=1024, precision="bf16", optimizer="adamw-8bit", checkpointing=True)
+    assert plan.smallest_accumulation("gpt2", "5GiB", together) is not None
+    assert verdict.sentence() == ("5GiB: does not fit (176.15 GiB of 5.00 GiB), and no single change the planner "
+                                  "knows makes it fit.")
+
+
+@pytest.mark.parametrize("options,says", [
+    ({"batch": 8, "accumulation": 3}, "choose an accumulation that divides the batch"),
+    ({"batch": 0}, "batch must be a whole number of at least 1, got 0"),
+    ({"batch": -4}, "batch must be a whole number of at least 1, got -4"),
+    ({"seq": 0}, "seq must be a whole number of at least 1"),
+    ({"precision": "fp8"}, "precision must be one of fp32, bf16, fp16, got 'fp8'"),
+    ({"attention": "flash"}, "attention must be one of eager, sdpa"),
+])
+def test_a_wrong_setting_is_one_sentence_that_says_what_to_do(options, says):
+    with pytest.raises(ValueError) as refused:
+        plan.estimate("gpt2", **options)
+    assert says in str(refused.value)
+    assert "\n" not in str(refused.value) and str(refused.value).endswith(".")
+
+
+def test_an_unknown_model_or_gpu_is_named_with_the_known_ones():
+    with pytest.raises(ValueError, match=r"no model 'gpt-17' here: use one of bert-base-uncased, .*gpt2.*config\.json"):
+        plan.estimate("gpt-17")
+    with pytest.raises(ValueError, match=r"'Z100' is neither a GPU \(T4, .*H100-80GB\) nor a size such as 16GiB"):
+        plan.verdict("gpt2", "Z100")
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory sizes
+
+
+@pytest.mark.parametrize("memory,expected", [
+    ("T4", 15360 * 2**20), ("t4", 15360 * 2**20), ("colab-T4", 15360 * 2**20), ("A100-80GB", 81920 * 2**20),
+    ("16GiB", 16 * 2**30), ("16GB", 16 * 10**9), ("15360MiB", 15360 * 2**20), ("1.5 GiB", 3 * 2**29),
+    ("2048", 2048), (2048, 2048), (1.5e9, 1_500_000_000),
+])
+def test_memory_of_reads_presets_sizes_and_numbers(memory, expected):
+    assert plan.memory_of(memory) == expected
+
+
+@pytest.mark.parametrize("memory", ["", "lots", "16 XB", "0GiB", "-3GiB", "GiB", 0, -1, True])
+def test_memory_of_refuses_what_is_not_a_size(memory):
+    with pytest.raises(ValueError, match=r"GPU|more than 0 bytes"):
+        plan.memory_of(memory)
+
+
+# ---------------------------------------------------------------------------------------------
+# The formulas: each line's formula gives the line's bytes
+
+TERM = re.compile(r"(\d+)·([a-zA-Z²]+)·(\d+) B")
+
+
+def evaluate(formula: str, dims: dict[str, int]) -> int:
+    """A line's formula worked out: `8·sbh·4 B` is 8*s*b*h*4, `as²b` is a*s*s*b, `×` a product."""
+    def product(match):
+        count, letters, nbytes = match.groups()
+        letters = re.sub(r"(\w)²", r"\1\1", letters)
+        return "*".join([count, nbytes] + [str(dims[letter]) for letter in letters])
+
+    expression = TERM.sub(product, formula).replace("×", "*").replace(" B", "").replace(",", "")
+    expression = re.sub(r"\+ 4 \* (\d+) tensors", r"+ 4 * \1", expression)
+    expression = re.sub(r"\(SGD\)|\(8-bit moments\)", "", expression)
+    assert re.fullmatch(r"[\d\s+*()]+", expression), expression
+    return eval(expression, {"__builtins__": {}})
+
+
+def test_the_activations_formula_worked_by_hand():
+    config = small_config("bert", layers=2, dropout=False)
+    estimate = plan.estimate(config, batch=2, seq=16, attention="sdpa", device="cpu")
+    line = estimate.line("activations")
+    assert line.formula == "2 × (8·sbh·4 B + 2·sbf·4 B + 4·sb·4 B + 1·asb·4 B) + 2·sbh·4 B + 1·bh·4 B"
+    s, b, h, f, a = 16, 2, 64, 256, 4
+    layer = 8 * s * b * h * 4 + 2 * s * b * f * 4 + 4 * s * b * 4 + a * s * b * 4
+    assert line.nbytes == 2 * layer + 2 * s * b * h * 4 + b * h * 4 == 281_088
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("options", [
+    {"device": "cpu"}, {"attention": "eager"}, {"checkpointing": True, "attention": "eager"},
+    {"precision": "bf16", "optimizer": "sgd-momentum", "checkpointing": True},
+    {"precision": "fp16", "master_weights": False, "optimizer": "adamw-8bit"}, {"optimizer": "sgd"},
+], ids=["cpu", "eager", "checkpointed-eager", "bf16-momentum-checkpointed", "pure-fp16-8bit", "sgd"])
+def test_every_modelled_line_is_its_formula(family, options):
+    estimate = plan.estimate(small_config(family, layers=3), batch=4, seq=32, **options)
+    shape = estimate.model
+    dims = {"s": 32, "b": 4, "h": shape.hidden, "f": shape.intermediate, "a": shape.heads, "V": shape.vocab,
+            "k": shape.kv_hidden}
+    for line in estimate.lines:
+        if line.modelled:
+            assert evaluate(line.formula, dims) == line.nbytes, line
+    allowance = estimate.line("not modelled (allowance)").nbytes
+    cuda = plan.CUDA_CONTEXT if estimate.settings.device == "cuda" else 0
+    assert allowance == math.ceil(plan.UNMODELLED_SHARE * estimate.modelled) + cuda
+    assert estimate.total == estimate.modelled + allowance
+
+
+def test_evaluate_can_fail():
+    s, b, h, a = 3, 2, 5, 7
+    dims = {"s": s, "b": b, "h": h, "a": a}
+    assert evaluate("2 × (1·sbh·4 B) + 1·as²b·2 B", dims) == 2 * s * b * h * 4 + a * s * s * b * 2
+    with pytest.raises(AssertionError):
+        evaluate("2 × (1·sbh·4 B) + __import__('os')", dims)
+
+
+# ---------------------------------------------------------------------------------------------
+# The GPU check, where there is no GPU
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "tools" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_check"] = module  # its dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules["gpu_check"]
+
+
+def test_gpu_check_without_cuda_says_so_and_writes_nothing(gpu_check, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    defaults = [ROOT / "benchmarks" / name for name in (gpu_check.MARKDOWN, gpu_check.JSON)]
+    before = [path.stat().st_mtime_ns if path.exists() else None for path in defaults]
+    assert gpu_check.main(["--out", str(tmp_path / "out")]) == 0
+    assert gpu_check.main([]) == 0
+    assert capsys.readouterr().out == (
+        "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`).\n" * 2)
+    assert not (tmp_path / "out").exists()
+    assert [path.stat().st_mtime_ns if path.exists() else None for path in defaults] == before
+
+
+def test_gpu_check_grid_is_small_and_estimates_every_case(gpu_check):
+    cases = gpu_check.cases()
+    assert len(cases) == len(set(cases)) == 64
+    assert {(c.model, c.attention) for c in cases} == {(m, a) for m in gpu_check.SHAPES for a in ("sdpa", "eager")}
+    # one model built per (model, attention): the cases of one come together
+    keys = [(c.model, c.attention) for c in cases]
+    assert keys == sorted(keys, key=keys.index)
+    row = gpu_check.row(cases[0], None, "out of memory", 0.0)
+    assert row["estimate_modelled_bytes"] < row["estimate_total_bytes"] and row["ratio"] is None
+
+
+def test_gpu_check_steps_train(gpu_check):
+    model = plan.build(small_config("gpt2", layers=1))
+    batch = gpu_check.batch_for(model, 2, 16, "cpu")
+    before = [w.detach().clone() for w in model.parameters()]
+    losses = gpu_check.train_steps(model, batch, "bf16", steps=2)
+    assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)
+    assert all(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
+    assert all(w.dtype == torch.float32 and w.grad is None for w in model.parameters())  # autocast: fp32 weights
+
+
+def test_gpu_check_report_format(gpu_check, tmp_path):
+    case = gpu_check.Case("gpt2", 8, 1024, "bf16", "eager", True)
+    fitting = {**gpu_check.row(case, 0, "ok", 1.25)}
+    modelled = fitting["estimate_modelled_bytes"]
+    fitting.update(measured_peak_bytes=int(1.1 * modelled), ratio=1.1)
+    over = {**fitting, "checkpointing": False, "measured_peak_bytes": 2 * fitting["estimate_total_bytes"],
+            "ratio": 2 * fitting["estimate_total_bytes"] / modelled}
+    oom = gpu_check.row(gpu_check.Case("bert-base-uncased", 32, 512, "fp32", "sdpa", False), None, "out of memory", 3.0)
+    report = {"gpu": "NVIDIA H100 80GB HBM3", "gpu_memory_bytes": 80 * 2**30, "torch": "2.13.0", "cuda": "12.8",
+              "transformers": "5.24.0", "steps": 3, "seconds": 95.0, "rows": [fitting, over, oom]}
+    markdown, saved = gpu_check.write_report(report, tmp_path / "out")
+    assert (markdown.name, saved.name) == ("GPU_CHECK.md", "gpu_check.json")
+    assert json.loads(saved.read_text()) == report
+    text = markdown.read_text()
+    assert "GPU: NVIDIA H100 80GB HBM3 (80.00 GiB); torch 2.13.0 (CUDA 12.8); transformers 5.24.0" in text
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert table[0] == ("| model | batch | seq | precision | attention | checkpointing | estimate (modelled) | "
+                        "measured peak | measured / modelled | estimate (total) | within total | seconds |")
+    assert len(table) == 2 + 3 and all(line.count("|") == 13 for line in table)
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
+    assert cells[0][:6] == ["gpt2", "8", "1024", "bf16", "eager", "on"] and cells[0][8] == "1.10"
+    assert cells[0][10] == "yes" and cells[1][10] == "no" and cells[1][5] == "off"
+    assert cells[2][7] == "out of memory" and cells[2][8] == cells[2][10] == ""
+    assert "Measured / modelled from 1.10 to" in text and "1 of 2 within the estimate's total" in text
