@@ -221,6 +221,18 @@ class Settings:
         return self.batch // self.accumulation
 
 
+def _settings(settings: Settings | None, options: dict) -> Settings:
+    """`settings` (default: `Settings()`) with `options` changed; an unknown option gets one sentence."""
+    from dataclasses import fields
+
+    known = [f.name for f in fields(Settings)]
+    unknown = [name for name in options if name not in known]
+    if unknown:
+        raise ValueError(phrase("{name!r} is not a setting of the estimate: use {known}.",
+                                name=unknown[0], known=", ".join(known)))
+    return replace(settings or Settings(), **options)
+
+
 # ---------------------------------------------------------------------------------------------
 # Activations: the tensors a layer saves, by kind
 
@@ -459,7 +471,7 @@ def estimate(model, settings: Settings | None = None, **options) -> Estimate:
     attention ("eager", "sdpa"), checkpointing, device ("cuda", "cpu"). Used by lesson 6 and
     `effitrain plan`.
     """
-    settings = replace(settings or Settings(), **options)
+    settings = _settings(settings, options)
     shape = model_shape(model)
     lines = _state_lines(shape, settings)
     saved = activation_bytes(shape, settings)
@@ -489,7 +501,7 @@ def memory_of(memory) -> int:
     if isinstance(memory, bool):
         raise ValueError(_("Give the memory as a GPU name (such as T4) or a size (such as 16GiB)."))
     if isinstance(memory, (int, float)):
-        if memory <= 0:
+        if not memory > 0 or memory == math.inf:
             raise ValueError(phrase("The memory must be more than 0 bytes, got {memory}.", memory=memory))
         return int(memory)
     text = str(memory).strip()
@@ -508,7 +520,7 @@ def memory_of(memory) -> int:
 def largest_micro_batch(model, memory, settings: Settings | None = None, **options) -> int:
     """The largest micro-batch (accumulation 1) that fits in `memory`; 0 when not even 1 does."""
     limit = memory_of(memory)
-    settings = replace(settings or Settings(), **options)
+    settings = _settings(settings, options)
 
     def fits(b: int) -> bool:
         return estimate(model, settings, batch=b, accumulation=1).total <= limit
@@ -528,7 +540,7 @@ def largest_micro_batch(model, memory, settings: Settings | None = None, **optio
 def smallest_accumulation(model, memory, settings: Settings | None = None, **options) -> int | None:
     """The fewest micro-batches per step (a divisor of the batch) that make `batch` fit; None if none do."""
     limit = memory_of(memory)
-    settings = replace(settings or Settings(), **options)
+    settings = _settings(settings, options)
     for k in range(1, settings.batch + 1):
         if settings.batch % k == 0 and estimate(model, settings, accumulation=k).total <= limit:
             return k
@@ -585,7 +597,7 @@ REMEDIES = (
 def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
     """Does `settings` fit `gpu` (a preset or a size)? If not, the single changes that would make it fit:
     each lever of `REMEDIES`, and the smallest gradient accumulation."""
-    settings = replace(settings or Settings(), **options)
+    settings = _settings(settings, options)
     memory = memory_of(gpu)
     base = estimate(model, settings)
     remedies = []

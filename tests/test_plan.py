@@ -481,3 +481,11 @@ def test_gpu_check_report_format(gpu_check, tmp_path):
     assert cells[0][10] == "yes" and cells[1][10] == "no" and cells[1][5] == "off"
     assert cells[2][7] == "out of memory" and cells[2][8] == cells[2][10] == ""
     assert "Measured / modelled from 1.10 to" in text and "1 of 2 within the estimate's total" in text
+
+
+def test_an_unknown_setting_and_a_memory_that_is_not_a_number_get_one_sentence():
+    with pytest.raises(ValueError, match=r"'batchsize' is not a setting of the estimate: use batch, seq"):
+        plan.estimate("gpt2", batchsize=8)
+    for memory in (float("nan"), float("inf"), -1, 0):
+        with pytest.raises(ValueError, match="The memory must be more than 0 bytes"):
+            plan.memory_of(memory)
