@@ -1,0 +1,47 @@
+OK_FORMAT = True
+
+test = {   'name': 'q_layer_bytes',
+    'points': 3,
+    'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.memory import record_saved_tensors\n'
+                                               '>>> from effitrain_lessons.plan import build\n'
+                                               '>>> def measured_layer(s, b, h, a, f, dropout):\n'
+                                               '...     p = 0.1 if dropout else 0.0\n'
+                                               '...     saved = []\n'
+                                               '...     for layers in (1, 2):\n'
+                                               "...         model = build('bert-base-uncased', attention='eager', num_hidden_layers=layers, hidden_size=h, num_attention_heads=a, intermediate_size=f, "
+                                               'vocab_size=256, hidden_dropout_prob=p, attention_probs_dropout_prob=p)\n'
+                                               '...         with record_saved_tensors(model) as log:\n'
+                                               '...             model(input_ids=torch.randint(256, (b, s), generator=torch.Generator().manual_seed(0)), labels=torch.zeros(b, dtype=torch.long))\n'
+                                               '...         saved.append(log.total_bytes)\n'
+                                               '...     return saved[1] - saved[0]\n'
+                                               '>>> measured = measured_layer(32, 2, 64, 4, 256, dropout=True)\n'
+                                               '>>> yours = layer_activation_bytes(32, 2, 64, 4, 256)\n'
+                                               ">>> check_prediction('layer_activation_bytes(32, 2, 64, 4, 256)', yours, measured, rel=0.01, why=' '.join([phrase('Off by {difference:+,} bytes "
+                                               "({share:+.1%}).', difference=yours - measured, share=(yours - measured) / measured) if type(yours) in (int, float) else '', phrase('Measured on a 1- "
+                                               'and a 2-layer BERT (eager attention, dropout 0.1, fp32, this CPU): count 8 tensors of s*b*h, 2 of s*b*f, the a*s*s scores, the dropout masks at 4 '
+                                               "bytes an element on a CPU, and what attention dropout adds.')]))\n",
+                                       'hidden': False,
+                                       'locked': False},
+                                   {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.memory import record_saved_tensors\n'
+                                               '>>> from effitrain_lessons.plan import build\n'
+                                               '>>> for s, b, h, a, f, dropout in ((32, 2, 64, 4, 256, False), (48, 3, 96, 6, 192, True), (40, 1, 128, 2, 512, False), (24, 4, 64, 8, 128, True)):\n'
+                                               '...     p = 0.1 if dropout else 0.0\n'
+                                               '...     saved = []\n'
+                                               '...     for layers in (1, 2):\n'
+                                               "...         model = build('bert-base-uncased', attention='eager', num_hidden_layers=layers, hidden_size=h, num_attention_heads=a, intermediate_size=f, "
+                                               'vocab_size=256, hidden_dropout_prob=p, attention_probs_dropout_prob=p)\n'
+                                               '...         with record_saved_tensors(model) as log:\n'
+                                               '...             model(input_ids=torch.randint(256, (b, s), generator=torch.Generator().manual_seed(1)), labels=torch.zeros(b, dtype=torch.long))\n'
+                                               '...         saved.append(log.total_bytes)\n'
+                                               '...     answer = layer_activation_bytes(s, b, h, a, f, dropout=dropout)\n'
+                                               '...     assert type(answer) in (int, float) and abs(answer - (saved[1] - saved[0])) <= 0.01 * (saved[1] - saved[0])\n',
+                                       'hidden': True,
+                                       'locked': False}],
+                      'scored': True,
+                      'setup': '',
+                      'teardown': '',
+                      'type': 'doctest'}]}
