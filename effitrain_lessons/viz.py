@@ -790,3 +790,53 @@ def plan_explorer(model: str = "bert-base-uncased", gpu: str = "T4", batch: int 
     box = widgets.VBox([widgets.HBox(names[:4]), widgets.HBox(names[4:]), status])
     display(box)
     return box
+
+
+# ---------------------------------------------------------------------------------------------
+# Lesson 6: what to recompute, measured memory against FLOPs
+
+
+def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
+    """Activation memory kept for the backward (MiB) against the FLOPs of a step (GFLOP), one point
+    per measured `recompute.RecomputePoint`: the eager points (gid "eager-point") labelled with their
+    names, the compiled ones joined by a line in the order of their budget (gid "budget-line") and
+    labelled with it, the Pareto-optimal points ringed (gid "pareto"), and a cross (gid
+    "redraws-random") on compiled points whose backward draws dropout's random numbers again.
+    `curve` is a `RecomputeCurve` or its points. Used by lesson 6."""
+    from effitrain_lessons.recompute import RecomputeCurve
+
+    curve = curve if isinstance(curve, RecomputeCurve) else RecomputeCurve(tuple(curve))
+    eager = [p for p in curve.points if not p.compiled]
+    compiled = sorted((p for p in curve.points if p.compiled), key=lambda p: p.budget)
+    fig, ax = plt.subplots(figsize=(8.5, 4.6), layout="constrained")
+
+    def where(p):
+        return p.flops / 1e9, p.saved_bytes / 2**20
+
+    if compiled:
+        ax.plot([where(p)[0] for p in compiled], [where(p)[1] for p in compiled], "o-",
+                color=STATUS_COLOURS["recomputed"], ms=6, label=_("torch.compile, one activation memory budget per point"),
+                gid="budget-line")
+        for p in compiled:
+            ax.annotate(f"{p.budget:g}", where(p), textcoords="offset points", xytext=(-9, -5), ha="right", va="top",
+                        fontsize=8, color="#a65a14")
+    for colour, p in zip(("#4c72b0", STATUS_COLOURS["stored"], "#8172b2", "#937860", "#d1495b"), eager):
+        ax.plot(*where(p), "s", color=colour, ms=8, zorder=3, gid="eager-point")
+        ax.annotate(_wrapped(p.name(), 28), where(p), textcoords="offset points", xytext=(9, 5), fontsize=8,
+                    color=colour)
+    optimal = curve.optimal()
+    ax.plot([where(p)[0] for p in optimal], [where(p)[1] for p in optimal], "o", ms=15, mfc="none", mec="#333333",
+            mew=1.2, linestyle="none", label=_("Pareto-optimal: nothing keeps less for no more FLOPs"), gid="pareto")
+    redrawn = [p for p in curve.points if p.redraws_random]
+    if redrawn:
+        ax.plot([where(p)[0] for p in redrawn], [where(p)[1] for p in redrawn], "x", color="#d1495b", ms=9, mew=2,
+                linestyle="none", zorder=4, label=_("backward redraws dropout's random numbers: wrong gradients"),
+                gid="redraws-random")
+    low, high = ax.get_xlim()
+    ax.set_xlim(low, high + 0.25 * (high - low))  # room for the labels on the right
+    ax.set_xlabel(_("FLOPs of one step, forward + backward (GFLOP, matrix products)"))
+    ax.set_ylabel(_("activations kept for backward (MiB)"))
+    ax.set_title(_(title) if title else _("What to recompute: memory against compute (measured)"), fontsize=10)
+    ax.legend(fontsize=8, frameon=False, loc="upper right")
+    ax.spines[["top", "right"]].set_visible(False)
+    return _finish(fig)
