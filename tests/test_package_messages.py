@@ -20,7 +20,7 @@ from effitrain_lessons.train_loop import TrainingRun
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = tuple(f"effitrain_lessons/{name}.py" for name in (
     "memory", "checkpointing", "local_sgd", "train_loop", "trainer", "finetuning", "device", "data", "models",
-    "metrics", "hub", "arguments"))
+    "metrics", "hub", "arguments", "plan", "recompute"))
 
 
 @pytest.fixture
@@ -86,3 +86,14 @@ def test_without_a_translation_the_english_is_unchanged(tmp_path, monkeypatch):
 
 def _without_times(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if "time" not in line and "seconds" not in line)
+
+
+def test_the_planners_lines_and_verdicts_come_from_the_catalog(marked):
+    from effitrain_lessons import plan
+
+    table = str(plan.estimate("gpt2", batch=2, seq=64, checkpointing=True))
+    assert "TR[parameters]" in table and "TR[one layer recomputed]" in table and "TR[not modelled (allowance)]" in table
+    assert "TR[checkpointing {checkpointing}]" not in table and "TR[on]" in table
+    assert plan.verdict("gpt2", "A100-80GB", batch=2, seq=64).sentence().startswith("TR[A100-80GB: fits")
+    refused = plan.verdict("gpt2", "8GiB", batch=8, seq=1024).sentence()
+    assert refused.startswith("TR[8GiB: does not fit") and "TR[checkpointing]" in refused
