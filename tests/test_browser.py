@@ -339,7 +339,7 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
     shots = ARTIFACTS / "tr" if name.startswith("tr/") else ARTIFACTS
     name = Path(name).name
     assert result.code_cells > 0 and result.executed == result.code_cells
-    if name.startswith(("01", "02", "03", "04", "05")):
+    if name.startswith(("01", "02", "03", "04", "05", "06")):
         assert result.images >= 1, f"{name} shows no figure"
     if name.startswith("01"):  # the segments slider moves the highlighted k and redraws the trade-off figure
         cell = _cell(page, "segments_explorer(")
@@ -370,6 +370,15 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         measured = re.escape(_("H={h}, outer lr {lr:g}: measured just now.")).replace(r"\{h\}", r"\d+")
         status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{lr:g\}", r"[\d.]+")))
         status.wait_for(timeout=60_000)
+        cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
+    if name.startswith("06"):  # the GPU menu redraws the planner's bars at once, and the verdict follows it
+        cell = _cell(page, "plan_explorer(")
+        before = _output_images(cell)
+        cell.locator("select").nth(1).select_option("A100-80GB")
+        _wait_for_new_figure(cell, before, timeout_s=30)
+        fits = re.escape(_("{gpu}: fits ({used}); the largest micro-batch that fits is {largest}."))
+        fits = fits.replace(r"\{gpu\}", "A100-80GB").replace(r"\{used\}", ".+").replace(r"\{largest\}", r"\d+")
+        cell.locator(".widget-label", has_text=re.compile(fits)).wait_for(timeout=30_000)
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
     _answer_the_quiz(page, name, _, shots)
     lab.shut_down_kernels()
