@@ -1,0 +1,85 @@
+"""Lesson 6's planner figures: the stacked bars of estimates against a GPU's line, and the explorer."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+from matplotlib.patches import Rectangle
+
+from effitrain_lessons import plan, viz
+
+GiB = 2**30
+
+
+def _bars(figure):
+    return [p for p in figure.axes[0].patches if isinstance(p, Rectangle) and p.get_gid() == "memory-line"]
+
+
+def test_each_bar_is_its_estimates_lines_end_to_end_against_the_gpus_line():
+    estimates = [plan.estimate("bert-base-uncased", batch=32, seq=512, attention=a) for a in ("eager", "sdpa")]
+    figure = viz.plot_memory_estimates(estimates, ["eager", "sdpa"], gpu="T4")
+    bars = _bars(figure)
+    assert len(bars) == sum(len(e.lines) for e in estimates)
+    at = 0
+    for row, estimate in enumerate(estimates):
+        left = 0.0
+        for line in estimate.lines:
+            bar = bars[at]
+            assert bar.get_width() == pytest.approx(line.nbytes / GiB) and bar.get_x() == pytest.approx(left)
+            assert bar.get_y() + bar.get_height() / 2 == pytest.approx(row)
+            assert (bar.get_hatch() == "//") == (not line.modelled)  # the allowance is hatched: stated, not modelled
+            left += line.nbytes / GiB
+            at += 1
+        assert left == pytest.approx(estimate.total / GiB)
+    [limit] = [line for line in figure.axes[0].lines if line.get_gid() == "gpu-memory"]
+    assert limit.get_xdata()[0] == pytest.approx(plan.GPUS["T4"] / GiB)
+    totals = {t.get_text(): t.get_color() for t in figure.axes[0].texts}
+    assert totals["23.76 GiB"] == "#cf222e" and totals["12.63 GiB"] == "#333333"  # over the T4 in red
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["eager", "sdpa"]
+
+
+def test_the_bars_refuse_nothing_to_draw_and_a_label_count_that_does_not_match():
+    with pytest.raises(ValueError, match="needs at least one estimate"):
+        viz.plot_memory_estimates([])
+    with pytest.raises(ValueError, match="has 1 estimates and 2 labels: give one label each"):
+        viz.plot_memory_estimates([plan.estimate("gpt2")], ["a", "b"])
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """What the explorer shows: ("display", object) and ("update", figure), in order."""
+    seen = []
+
+    class Handle:
+        def update(self, obj):
+            seen.append(("update", obj))
+
+    def fake_display(obj, display_id=False):
+        seen.append(("display", obj))
+        return Handle() if display_id else None
+
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", fake_display)
+    return seen
+
+
+def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
+    box = viz.plan_explorer("bert-base-uncased", gpu="T4", batch=32, seq=512, attention="eager")
+    first_row, second_row, status = box.children
+    model, gpu, batch, seq = first_row.children
+    precision, attention, checkpointing = second_row.children
+    assert [kind for kind, _ in shown] == ["display", "display"] and shown[1][1] is box
+    assert status.value == plan.verdict("bert-base-uncased", "T4", batch=32, seq=512, attention="eager").sentence()
+    assert status.value.startswith("T4: does not fit")
+    gpu.value = "A100-80GB"
+    assert shown[-1][0] == "update" and status.value.startswith("A100-80GB: fits")
+    largest = plan.largest_micro_batch("bert-base-uncased", "A100-80GB", seq=512, attention="eager")
+    assert f"the largest micro-batch that fits is {largest}." in status.value
+    labels = [t.get_text() for t in shown[-1][1].axes[0].get_yticklabels()]
+    assert labels[1].replace("\n", " ") == f"the largest micro-batch that fits: {largest}"
+    gpu.value, checkpointing.value = "T4", True
+    assert status.value.startswith("T4: fits") and [kind for kind, _ in shown].count("update") == 3
+    assert sorted(model.options) == plan.bundled_models() and list(precision.options) == list(plan.PRECISIONS)
+    assert (batch.value, seq.value, attention.value) == (32, 512, "eager")
