@@ -439,9 +439,9 @@ def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
     lines.append(Line(N_("gradients"), weight * p, f"{weight} B × {p:,}"))
     if settings.optimizer == "adamw":
         # two moments, and PyTorch's step count: one fp32 scalar tensor per parameter tensor
-        lines.append(Line(N_("optimizer state"), 2 * state * p + 4 * t, f"2 × {state} B × {p:,} + 4 B × {t} tensors"))
+        lines.append(Line(N_("optimizer state"), 2 * state * p + 4 * t, phrase("2 × {state} B × {parameters:,} + 4 B × {tensors} tensors", state=state, parameters=p, tensors=t)))
     elif settings.optimizer == "adamw-8bit":
-        lines.append(Line(N_("optimizer state"), 2 * p, f"2 × 1 B × {p:,} (8-bit moments)"))
+        lines.append(Line(N_("optimizer state"), 2 * p, phrase("2 × 1 B × {parameters:,} (8-bit moments)", parameters=p)))
     elif settings.optimizer == "sgd-momentum":
         lines.append(Line(N_("optimizer state"), state * p, f"{state} B × {p:,}"))
     else:
