@@ -299,3 +299,16 @@ def test_plan_reads_a_local_config_folder(tmp_path, capsys):
     answer = json.loads(capsys.readouterr().out)
     assert answer["estimate"]["model"]["layers"] == 2
     assert answer["estimate"]["model"]["parameters"] < plan.model_shape("gpt2").parameters
+
+
+def test_plan_answers_for_every_bundled_model_offline_with_a_verdict_for_every_gpu(monkeypatch, capsys):
+    from effitrain_lessons import plan
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(socket.socket, "connect", lambda *args: (_ for _ in ()).throw(OSError("no network here")))
+    for name in plan.bundled_models():
+        assert cli.main(["plan", name, "--batch", "8", "--seq", "512", "--json"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["estimate"]["model"]["parameters"] == plan.model_shape(name).parameters > 10**8
+        assert [v["gpu"] for v in answer["verdicts"]] == list(plan.GPUS)
+        assert all(v["fits"] == (answer["estimate"]["total_bytes"] <= v["memory_bytes"]) for v in answer["verdicts"])
