@@ -142,25 +142,6 @@ def test_the_loss_figure_in_a_longer_language_renders(longer_language):
 # --- the explorers -------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """What the explorer shows: ("display", object) and ("update", figure), in order."""
-    seen = []
-
-    class Handle:
-        def update(self, obj):
-            seen.append(("update", obj))
-
-    def fake_display(obj, display_id=False):
-        seen.append(("display", obj))
-        return Handle() if display_id else None
-
-    import IPython.display
-
-    monkeypatch.setattr(IPython.display, "display", fake_display)
-    return seen
-
-
 def _controls(box):
     row, status = box.children
     return list(row.children), status

@@ -46,25 +46,6 @@ def test_the_bars_refuse_nothing_to_draw_and_a_label_count_that_does_not_match()
         viz.plot_memory_estimates([plan.estimate("gpt2")], ["a", "b"])
 
 
-@pytest.fixture
-def shown(monkeypatch):
-    """What the explorer shows: ("display", object) and ("update", figure), in order."""
-    seen = []
-
-    class Handle:
-        def update(self, obj):
-            seen.append(("update", obj))
-
-    def fake_display(obj, display_id=False):
-        seen.append(("display", obj))
-        return Handle() if display_id else None
-
-    import IPython.display
-
-    monkeypatch.setattr(IPython.display, "display", fake_display)
-    return seen
-
-
 def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
     box = viz.plan_explorer("bert-base-uncased", gpu="T4", batch=32, seq=512, attention="eager")
     first_row, second_row, status = box.children
