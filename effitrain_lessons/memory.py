@@ -20,24 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from effitrain_lessons.device import synchronize
 from effitrain_lessons.i18n import N_, _, phrase
-from effitrain_lessons.tables import Table
-
-
-def format_bytes(n: float) -> str:
-    """1536 -> '1.50 KiB': bytes in the largest binary unit that keeps the number >= 1."""
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(n) < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def format_flops(n: float) -> str:
-    """12288 -> '12.29 kFLOP': FLOPs with a decimal prefix."""
-    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,.0f} FLOP"
+from effitrain_lessons.tables import Table, format_bytes, format_flops  # noqa: F401 (lessons import them from here)
 
 
 @dataclass(frozen=True)

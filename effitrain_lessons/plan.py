@@ -29,8 +29,7 @@ from pathlib import Path
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import N_, _, phrase
-from effitrain_lessons.memory import format_bytes
-from effitrain_lessons.tables import Table
+from effitrain_lessons.tables import Table, format_bytes
 
 CONFIG_DIR = Path(__file__).resolve().parent / "course_data" / "configs"
 MiB = 2**20

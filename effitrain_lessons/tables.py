@@ -4,6 +4,8 @@
 notebook shows a result by naming it, never by formatting columns by hand. Its columns, title and
 notes are English when built and shown in the lesson's language (`effitrain_lessons.i18n`): the
 language is chosen after the table's text is written. The cells are data and show as they are.
+`format_bytes` and `format_flops` write the cells' sizes (no torch needed, so the planner and the
+command line stay light).
 """
 
 from __future__ import annotations
@@ -56,3 +58,20 @@ class Table:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows)
         below = "".join(f"<p>{html.escape(line)}</p>" for line in notes)
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{below}"
+
+
+def format_bytes(n: float) -> str:
+    """1536 -> '1.50 KiB': bytes in the largest binary unit that keeps the number >= 1."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def format_flops(n: float) -> str:
+    """12288 -> '12.29 kFLOP': FLOPs with a decimal prefix."""
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,.0f} FLOP"

@@ -312,3 +312,10 @@ def test_plan_answers_for_every_bundled_model_offline_with_a_verdict_for_every_g
         assert answer["estimate"]["model"]["parameters"] == plan.model_shape(name).parameters > 10**8
         assert [v["gpu"] for v in answer["verdicts"]] == list(plan.GPUS)
         assert all(v["fits"] == (answer["estimate"]["total_bytes"] <= v["memory_bytes"]) for v in answer["verdicts"])
+
+
+def test_the_command_line_is_built_without_importing_torch():
+    # `effitrain lab` and `info` start at once: listing the planner's models and GPUs in the help costs no torch import
+    done = subprocess.run([sys.executable, "-c", "import sys; from effitrain_lessons import cli; cli.parser(); "
+                           "print('torch' in sys.modules)"], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
