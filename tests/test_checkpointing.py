@@ -310,20 +310,7 @@ def test_figures_are_returned_closed(traces, sweep):
         viz.plot_memory_breakdown({})
 
 
-def test_segments_explorer_shows_a_figure_and_redraws_it(sweep, monkeypatch):
-    shown = []
-
-    class Handle:
-        def update(self, obj):
-            shown.append(("update", obj))
-
-    def fake_display(obj, display_id=False):
-        shown.append(("display", obj))
-        return Handle() if display_id else None
-
-    import IPython.display
-
-    monkeypatch.setattr(IPython.display, "display", fake_display)
+def test_segments_explorer_shows_a_figure_and_redraws_it(sweep, shown):
     slider = viz.segments_explorer(sweep)
     assert slider.value == 4  # nearest to sqrt(16)
     assert [kind for kind, _ in shown] == ["display", "display"]
