@@ -40,7 +40,7 @@ from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.device import synchronize
 from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.memory import count_step, format_bytes, format_flops, storage_key
-from effitrain_lessons.tables import Table
+from effitrain_lessons.tables import ShowsAsTable, Table
 
 aten = torch.ops.aten
 
@@ -449,7 +449,7 @@ class SegmentsRow:
 
 
 @dataclass(frozen=True)
-class SegmentSweep:
+class SegmentSweep(ShowsAsTable):
     """`sweep_segments`' result: one row per k, and the references to hold it against."""
 
     n_blocks: int
@@ -504,12 +504,6 @@ class SegmentSweep:
                         k=self.best_k, sqrt_n=self.sqrt_n, n=self.n_blocks),
                  _("FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps")]
         return Table(["segments k", "kept for backward", "of k = 1", "FLOPs", "time"], rows, notes=notes)
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def chen_memory(n_blocks: int, k: float) -> float:

@@ -20,7 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from effitrain_lessons.device import synchronize
 from effitrain_lessons.i18n import N_, _, phrase
-from effitrain_lessons.tables import Table, format_bytes, format_flops  # noqa: F401 (lessons import them from here)
+from effitrain_lessons.tables import ShowsAsTable, Table, format_bytes, format_flops  # noqa: F401 (lessons import them from here)
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def _loss_of(outputs, loss_fn: Callable | None) -> torch.Tensor:
 
 
 @dataclass(frozen=True)
-class StepReport:
+class StepReport(ShowsAsTable):
     """One training step, measured. Divide two reports (`b / a`) to compare them as ratios."""
 
     saved_bytes: int  # activations saved for backward (unique storages, model state excluded)
@@ -152,12 +152,6 @@ class StepReport:
     def table(self) -> Table:
         return Table(["step", "value"], self.rows())
 
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
     def __truediv__(self, other: StepReport) -> StepComparison:
         if not isinstance(other, StepReport):
             return NotImplemented
@@ -165,7 +159,7 @@ class StepReport:
 
 
 @dataclass(frozen=True)
-class StepComparison:
+class StepComparison(ShowsAsTable):
     """`new / base`, figure by figure (e.g. checkpointed / plain)."""
 
     new: StepReport
@@ -207,12 +201,6 @@ class StepComparison:
 
     def table(self) -> Table:
         return Table(["ratio (new / base)", "value"], self.rows())
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _ratio(new: float, base: float) -> float:
@@ -321,7 +309,7 @@ def _check_loss(loss: torch.Tensor) -> None:
 
 
 @dataclass(frozen=True)
-class TrainingMemory:
+class TrainingMemory(ShowsAsTable):
     """The memory one training step holds, by kind, in bytes. Used by lesson 1."""
 
     parameters: int
@@ -345,12 +333,6 @@ class TrainingMemory:
     def table(self) -> Table:
         rows = [(_(name), f"{format_bytes(n)} ({n / self.total:.0%})") for name, n in self.parts().items()]
         return Table(["training memory", "value"], rows)
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _unique_bytes(tensors) -> int:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import N_, _, phrase
-from effitrain_lessons.tables import Table, format_bytes
+from effitrain_lessons.tables import ShowsAsTable, Table, format_bytes
 
 CONFIG_DIR = Path(__file__).resolve().parent / "course_data" / "configs"
 MiB = 2**20
@@ -368,7 +368,7 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(ShowsAsTable):
     """The memory one training step needs, line by line. `total` includes the allowance."""
 
     model: ModelShape
@@ -401,12 +401,6 @@ class Estimate:
         rows = [(_(line.name), format_bytes(line.nbytes), line.formula) for line in self.lines]
         rows.append((_("total"), format_bytes(self.total), ""))
         return Table(["memory", "bytes", "formula"], rows, title=describe(self))
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
     def to_dict(self) -> dict:
         return {"model": asdict(self.model), "settings": asdict(self.settings),

@@ -46,7 +46,7 @@ from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.checkpointing import _op_name, trace_step
 from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.memory import count_step, format_bytes, format_flops, record_saved_tensors, storage_key
-from effitrain_lessons.tables import Table
+from effitrain_lessons.tables import ShowsAsTable, Table
 
 BUDGETS = (0.0, 0.25, 0.75, 1.0)
 """The budgets `memory_budget_sweep` compiles by default. Each compile takes about 2 s on a 2-core CPU
@@ -341,7 +341,7 @@ def memory_budget_sweep(
 
 
 @dataclass(frozen=True)
-class RecomputeCurve:
+class RecomputeCurve(ShowsAsTable):
     """Measured points, the first one the baseline (no checkpointing). A point is Pareto-optimal when
     no other point keeps fewer bytes for no more FLOPs, or fewer FLOPs for no more bytes."""
 
@@ -392,12 +392,6 @@ class RecomputeCurve:
                            "match the forward's masks (torch 2.13 on a CPU: pytorch/pytorch#190758)."))
         return Table(["step", "kept for backward", "kept / baseline", "FLOPs (fwd + bwd)", "FLOPs / baseline",
                       "time / baseline", "ops run again", "Pareto", "dropout redrawn"], rows, notes=notes)
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 def _dominates(a: RecomputePoint, b: RecomputePoint) -> bool:

@@ -1,11 +1,12 @@
 """How the package's results print themselves: one table, as aligned text and as HTML.
 
 `StepReport`, `StepTrace`, `TrainingMemory` and the lesson reports return a `Table` so that a
-notebook shows a result by naming it, never by formatting columns by hand. Its columns, title and
-notes are English when built and shown in the lesson's language (`effitrain_lessons.i18n`): the
-language is chosen after the table's text is written. The cells are data and show as they are.
-`format_bytes` and `format_flops` write the cells' sizes (no torch needed, so the planner and the
-command line stay light).
+notebook shows a result by naming it, never by formatting columns by hand; each of them is a
+`ShowsAsTable`, which shows its `table()` as the text `print` writes and the HTML a notebook
+draws. A table's columns, title and notes are English when built and shown in the lesson's
+language (`effitrain_lessons.i18n`): the language is chosen after the table's text is written.
+The cells are data and show as they are. `format_bytes` and `format_flops` write the cells' sizes
+(no torch needed, so the planner and the command line stay light).
 """
 
 from __future__ import annotations
@@ -58,6 +59,24 @@ class Table:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows)
         below = "".join(f"<p>{html.escape(line)}</p>" for line in notes)
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{below}"
+
+
+class ShowsAsTable:
+    """A result that shows itself as its `table()`: `print(result)` prints the table's text, and a
+    cell that ends with the result shows the table's HTML. Subclasses define `table()`; a dataclass
+    keeps its own `repr` (the fields), one made with `repr=False` shows the table's text there too."""
+
+    def table(self) -> Table:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return str(self.table())
+
+    def __repr__(self) -> str:  # where HTML cannot show (a terminal, a text-only viewer)
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
 
 def format_bytes(n: float) -> str:

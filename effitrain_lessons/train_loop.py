@@ -31,7 +31,7 @@ from torch.utils.data import DataLoader
 from effitrain_lessons.arguments import command_line, whole_numbers
 from effitrain_lessons.device import end_processes
 from effitrain_lessons.i18n import _, phrase
-from effitrain_lessons.tables import Table
+from effitrain_lessons.tables import ShowsAsTable, Table
 
 SIZINGS = ("optimizer", "slide")
 
@@ -60,8 +60,8 @@ class LoopConfig:
                                     batch_size=self.batch_size, train_rows=self.train_rows))
 
 
-@dataclass(repr=False)
-class TrainingRun:
+@dataclass(repr=False)  # a cell that ends with the run shows its table (ShowsAsTable), not its fields
+class TrainingRun(ShowsAsTable):
     """What `watch_training` saw of one run of a loop (on this process)."""
 
     losses: list[float] = field(default_factory=list)  # mean micro-batch loss of each optimizer step
@@ -78,14 +78,6 @@ class TrainingRun:
             rows += [[_("loss, first step"), f"{self.losses[0]:.4f}"], [_("loss, last step"), f"{self.losses[-1]:.4f}"],
                      [_("learning rate after the last step"), f"{self.learning_rates[-1]:.3g}"]]
         return Table(["measured", "value"], rows)
-
-    def __str__(self) -> str:
-        return str(self.table())
-
-    __repr__ = __str__  # a cell that ends with the run shows its table
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
 
 
 @contextlib.contextmanager

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from effitrain_lessons.arguments import command_line, whole_numbers
-from effitrain_lessons.tables import Table
+from effitrain_lessons.tables import ShowsAsTable, Table
 
 
 def test_a_table_aligns_its_columns_and_keeps_its_notes():
@@ -58,3 +58,24 @@ def test_the_command_line_refuses_what_the_config_does_not_allow(capsys):
 def test_a_table_shows_as_its_text_where_html_cannot_show():
     table = Table(["k", "bytes"], [[1, "2 KiB"]], title="t")
     assert repr(table) == str(table) == "t\nk  bytes\n-  -----\n1  2 KiB"
+
+
+def test_a_result_shows_as_its_table():
+    @dataclasses.dataclass(frozen=True)
+    class Measured(ShowsAsTable):
+        n: int
+
+        def table(self) -> Table:
+            return Table(["n"], [[self.n]])
+
+    @dataclasses.dataclass(repr=False)
+    class Run(ShowsAsTable):
+        n: int
+
+        def table(self) -> Table:
+            return Table(["n"], [[self.n]])
+
+    measured = Measured(3)
+    assert str(measured) == "n\n-\n3" and measured._repr_html_() == Measured(3).table()._repr_html_()
+    assert repr(measured).endswith("Measured(n=3)")  # a dataclass keeps its fields where a repr is asked for
+    assert repr(Run(4)) == str(Run(4)) == "n\n-\n4"  # one made with repr=False shows its table there too
