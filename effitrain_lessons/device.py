@@ -5,6 +5,11 @@ from __future__ import annotations
 import torch
 
 from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.moved import moved_names
+
+# Ending a process's group is about processes, not devices: it lives with starting them now.
+MOVED = {"end_processes": "effitrain_lessons.processes"}
+__getattr__ = moved_names(__name__, MOVED)
 
 
 def pick_device(prefer: str | None = None) -> torch.device:
@@ -50,15 +55,3 @@ def synchronize(device: torch.device | str) -> None:
     elif device.type == "mps":
         torch.mps.synchronize()
 
-
-def end_processes() -> None:
-    """Close this process's process group, if a launcher or the lesson opened one.
-
-    A process that exits with its gloo group still open can abort in the group's threads as the
-    interpreter shuts down ("terminate called without an active exception"), failing a run that
-    finished its work; closing the group first ends the process cleanly.
-    """
-    import torch.distributed
-
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        torch.distributed.destroy_process_group()

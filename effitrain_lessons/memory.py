@@ -232,7 +232,7 @@ def count_step() -> Iterator[StepCount]:
 
     FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts: matrix products and
     convolutions (2 per multiply-add), never elementwise work. One primitive for every measurement
-    of a step in the package (`measure_step` here, `checkpointing.trace_step`, the Trainer callback).
+    of a step in the package (`measure_step` here, `tracing.trace_step`, the Trainer callback).
     """
     count = StepCount()
     with FlopCounterMode(display=False) as counter:

@@ -6,9 +6,9 @@ activation_memory_budget`); this module measures every choice on one real `BertL
 way, so that they can be drawn as one Pareto curve of memory against compute:
 
 - `measure_recompute` measures any eager callable (the plain layer, `checkpoint(...)`, the
-  learner's selective wrapper) with lesson 1's `trace_step`: the bytes made in the forward pass and
-  still held when the backward pass starts (this sees selective checkpointing's cache), and the
-  FLOPs of forward + backward, recomputation included.
+  learner's selective wrapper) with `tracing.trace_step` (lesson 1's tracer): the bytes made in
+  the forward pass and still held when the backward pass starts (this sees selective
+  checkpointing's cache), and the FLOPs of forward + backward, recomputation included.
 - `memory_budget_sweep` compiles the layer once per budget and measures each compiled step.
 
 Why compiled steps are measured differently: while any non-infra `TorchDispatchMode` is active
@@ -43,10 +43,10 @@ from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertLayer
 
 from effitrain_lessons.arguments import whole_numbers
-from effitrain_lessons.checkpointing import _op_name, trace_step
 from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.memory import count_step, format_bytes, format_flops, record_saved_tensors, storage_key
 from effitrain_lessons.tables import ShowsAsTable, Table
+from effitrain_lessons.tracing import op_name, trace_step
 
 BUDGETS = (0.0, 0.25, 0.75, 1.0)
 """The budgets `memory_budget_sweep` compiles by default. Each compile takes about 2 s on a 2-core CPU
@@ -228,7 +228,7 @@ class _GraphRuns:
         """Forward ops that the backward graph runs again (a copied node keeps its forward name)."""
         forward, backward = self.graphs
         made = {node.name for node in forward.graph.nodes if node.op == "call_function"}
-        again = Counter(_op_name(node.target) for node in backward.graph.nodes
+        again = Counter(op_name(node.target) for node in backward.graph.nodes
                         if node.op == "call_function" and node.name in made and _computes(node.target))
         return dict(again)
 

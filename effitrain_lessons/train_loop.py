@@ -29,8 +29,8 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
 
 from effitrain_lessons.arguments import command_line, whole_numbers
-from effitrain_lessons.device import end_processes
 from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.processes import end_processes, start_workers
 from effitrain_lessons.tables import ShowsAsTable, Table
 
 SIZINGS = ("optimizer", "slide")
@@ -174,7 +174,6 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
     `steps` steps, and return what rank 0 met, as a learner reads it: "trains", or "stops:" and the
     first sentence of DDP's error, quoted (it is PyTorch's, in English). Lesson 3."""
     whole_numbers(steps=steps)
-    from effitrain_lessons.local_sgd import start_workers
 
     def job() -> list[dict]:
         import torch.distributed as dist

@@ -20,7 +20,7 @@ from effitrain_lessons import diloco
 from effitrain_lessons.diloco import DiLoCoConfig, results, row, seconds_per_synchronization
 from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
 from effitrain_lessons.lesson_code.lesson_05 import all_reduce_mean, fragments_of, train
-from effitrain_lessons.local_sgd import RunConfig, config_of, launch, measured_run
+from effitrain_lessons.runs import RunConfig, config_of, launch, measured_run
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 20
@@ -268,7 +268,7 @@ def _lesson_outer_step_on_the_toy(h: int, steps: int, bucketed: bool) -> list[li
     from types import SimpleNamespace
 
     from effitrain_lessons.lesson_code.lesson_05 import outer_step
-    from effitrain_lessons.local_sgd import start_workers
+    from effitrain_lessons.processes import start_workers
 
     from diloco_torchft import toy_input, toy_model  # tests/ is on the path under pytest
 

@@ -10,17 +10,17 @@ import polib
 import pytest
 import torch
 
-from effitrain_lessons import checkpointing, i18n
+from effitrain_lessons import checkpointing, i18n, tracing
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.course.translate import runtime_messages
-from effitrain_lessons.local_sgd import ProcessReport, RunConfig
 from effitrain_lessons.memory import measure_step
+from effitrain_lessons.runs import ProcessReport, RunConfig
 from effitrain_lessons.train_loop import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = tuple(f"effitrain_lessons/{name}.py" for name in (
-    "memory", "checkpointing", "local_sgd", "train_loop", "trainer", "finetuning", "device", "data", "models",
-    "metrics", "hub", "arguments", "plan", "recompute"))
+    "memory", "tracing", "checkpointing", "runs", "processes", "local_sgd", "train_loop", "trainer", "finetuning",
+    "device", "data", "models", "metrics", "hub", "arguments", "plan", "recompute"))
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def marked(tmp_path, monkeypatch):
 def shown():
     """A few of the texts these modules show: a traced step's table, a sweep's line, a run's label, ..."""
     inputs = checkpointing.abc_inputs(batch=4, width=8)
-    trace = checkpointing.trace_step(checkpointing.abc, inputs, names=checkpointing.ABC_OPS)
+    trace = tracing.trace_step(checkpointing.abc, inputs, names=checkpointing.ABC_OPS)
     stack = checkpointing.deep_stack(4, 8)
     sweep = checkpointing.sweep_segments(stack, checkpointing.stack_input(stack, 4), repeats=1)
     report = measure_step(torch.nn.Linear(4, 4), torch.randn(2, 4))
