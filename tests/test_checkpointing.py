@@ -14,9 +14,10 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selectiv
 
 from effitrain_lessons import checks
 from effitrain_lessons import checkpointing as ckpt
-from effitrain_lessons import viz
+from effitrain_lessons import checkpointing_figures
 from effitrain_lessons.course.lessons import ROOT, edition_paths, read_test_file
 from effitrain_lessons.memory import measure_step, record_saved_tensors, training_memory
+from effitrain_lessons.tracing import trace_step
 
 LESSON = "01_checkpointing_first_principles"
 FLOAT32 = 4
@@ -40,7 +41,7 @@ def abc_selective(x, weight, policy=None):
 def traces():
     inputs = ckpt.abc_inputs(batch=16, width=32, seed=0)
     return {
-        name: ckpt.trace_step(forward, inputs, names=ckpt.ABC_OPS)
+        name: trace_step(forward, inputs, names=ckpt.ABC_OPS)
         for name, forward in {"none": abc_none, "full": abc_full, "selective": abc_selective}.items()
     }
 
@@ -94,7 +95,7 @@ def test_hooks_and_liveness_agree_where_hooks_see_everything(traces):
 def test_what_selective_keeps_matches_what_the_policy_answered_must_save():
     inputs = ckpt.abc_inputs(batch=8, width=16)
     policy, log = ckpt.log_policy(ckpt.keep_ops_policy([ckpt.B_COSTLY_OP]))
-    trace = ckpt.trace_step(lambda x, w: abc_selective(x, w, policy), inputs, names=ckpt.ABC_OPS)
+    trace = trace_step(lambda x, w: abc_selective(x, w, policy), inputs, names=ckpt.ABC_OPS)
     assert log.kept == [("mm", (8, 16), 8 * 16 * FLOAT32)]
     assert trace.kept_bytes == log.kept_bytes
 
@@ -107,7 +108,7 @@ def test_a_python_counter_miscounts_selective_recomputation_the_dispatch_counter
         return ckpt.abc(x, weight)
 
     inputs = ckpt.abc_inputs(batch=8, width=16)
-    trace = ckpt.trace_step(
+    trace = trace_step(
         lambda x, w: checkpoint(counted_abc, x, w, use_reentrant=False,
                                 context_fn=partial(create_selective_checkpoint_contexts, ckpt.keep_ops_policy([ckpt.B_COSTLY_OP]))),
         inputs, names=ckpt.ABC_OPS,
@@ -117,13 +118,13 @@ def test_a_python_counter_miscounts_selective_recomputation_the_dispatch_counter
 
 
 def test_reentrant_checkpoint_reruns_the_whole_function():
-    trace = ckpt.trace_step(lambda x, w: checkpoint(ckpt.abc, x, w, use_reentrant=True),
+    trace = trace_step(lambda x, w: checkpoint(ckpt.abc, x, w, use_reentrant=True),
                             ckpt.abc_inputs(batch=8, width=16), names=ckpt.ABC_OPS)
     assert (trace.recomputations("A"), trace.recomputations("B"), trace.recomputations("C")) == (1, 1, 1)
 
 
 def test_a_sum_keeps_neither_a_nor_b():
-    trace = ckpt.trace_step(lambda x, w: ckpt.compute_a(x) + ckpt.compute_b(x, w), ckpt.abc_inputs(8, 16), names=ckpt.ABC_OPS)
+    trace = trace_step(lambda x, w: ckpt.compute_a(x) + ckpt.compute_b(x, w), ckpt.abc_inputs(8, 16), names=ckpt.ABC_OPS)
     assert trace.kept_bytes == 0
 
 
@@ -138,7 +139,7 @@ def test_trace_step_leaves_one_steps_gradients_and_the_random_state_alone():
     torch.manual_seed(5)
     expected = torch.rand(1)
     torch.manual_seed(5)
-    trace = ckpt.trace_step(abc_full, inputs)
+    trace = trace_step(abc_full, inputs)
     assert torch.rand(1) == expected
     torch.testing.assert_close(inputs["weight"].grad, trace.gradients["weight"])
 
@@ -146,7 +147,7 @@ def test_trace_step_leaves_one_steps_gradients_and_the_random_state_alone():
 def test_two_matmuls_keep_matmuls_recomputes_only_relu():
     inputs = ckpt.two_matmuls_inputs()
     policy = ckpt.keep_ops_policy([torch.ops.aten.mm.default])
-    trace = ckpt.trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
+    trace = trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
                                                   context_fn=partial(create_selective_checkpoint_contexts, policy)), inputs)
     assert trace.recomputed == {"relu": 1}
 
@@ -244,13 +245,13 @@ def test_policy_needs_op_overloads():
 def test_trace_step_errors_say_what_to_do():
     x = torch.randn(2, 3, requires_grad=True)
     with pytest.raises(TypeError, match="function or module"):
-        ckpt.trace_step(42, {"x": x})
+        trace_step(42, {"x": x})
     with pytest.raises(TypeError, match="dict of named tensors"):
-        ckpt.trace_step(torch.sin, [x])
+        trace_step(torch.sin, [x])
     with pytest.raises(TypeError, match="`return`"):
-        ckpt.trace_step(lambda x: None, {"x": x})
+        trace_step(lambda x: None, {"x": x})
     with pytest.raises(RuntimeError, match="requires_grad=True"):
-        ckpt.trace_step(torch.sin, {"x": torch.randn(2, 3)})
+        trace_step(torch.sin, {"x": torch.randn(2, 3)})
 
 
 def test_sizes_and_segments_are_checked():
@@ -297,28 +298,28 @@ def test_training_memory_counts_each_kind_and_leaves_the_model_alone():
 
 def test_figures_are_returned_closed(traces, sweep):
     figures = [
-        viz.plot_checkpoint_graph(traces),
-        viz.plot_checkpoint_graph(traces["full"]),
-        viz.plot_segments_tradeoff(sweep, highlight=4),
-        viz.plot_memory_breakdown({"batch 8": training_memory(torch.nn.Linear(4, 2), torch.randn(3, 4))}),
+        checkpointing_figures.plot_checkpoint_graph(traces),
+        checkpointing_figures.plot_checkpoint_graph(traces["full"]),
+        checkpointing_figures.plot_segments_tradeoff(sweep, highlight=4),
+        checkpointing_figures.plot_memory_breakdown({"batch 8": training_memory(torch.nn.Linear(4, 2), torch.randn(3, 4))}),
     ]
     assert len(figures[0].axes) == 3
     assert plt.get_fignums() == []  # closed: a notebook shows each once, as the cell's value
     with pytest.raises(TypeError, match="trace_step"):
-        viz.plot_checkpoint_graph({"a": 1})
+        checkpointing_figures.plot_checkpoint_graph({"a": 1})
     with pytest.raises(ValueError, match="at least one"):
-        viz.plot_memory_breakdown({})
+        checkpointing_figures.plot_memory_breakdown({})
 
 
 def test_segments_explorer_shows_a_figure_and_redraws_it(sweep, shown):
-    slider = viz.segments_explorer(sweep)
+    slider = checkpointing_figures.segments_explorer(sweep)
     assert slider.value == 4  # nearest to sqrt(16)
     assert [kind for kind, _ in shown] == ["display", "display"]
     assert shown[0][1].__class__.__name__ == "Figure"
     slider.value = 16
     assert shown[-1][0] == "update" and "k = 16" in shown[-1][1]._suptitle.get_text()
     with pytest.raises(ValueError, match="was not measured"):
-        viz.segments_explorer(sweep, k=3)
+        checkpointing_figures.segments_explorer(sweep, k=3)
 
 
 # --- the lesson's graded exercises grade measured behaviour ----------------------------------
@@ -359,7 +360,7 @@ def test_exercise_2_grades_the_policy_and_the_predictions_by_measuring():
     def grade(policy, recomputations=None, kept_bytes=(32 * 128 + 32 * 64) * FLOAT32):
         inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0)
         namespace = {"torch": torch, "CheckpointPolicy": CheckpointPolicy, "keep_matmuls": policy,
-                     "matmul_inputs": inputs, "plain_matmuls": ckpt.trace_step(ckpt.two_matmuls, inputs),
+                     "matmul_inputs": inputs, "plain_matmuls": trace_step(ckpt.two_matmuls, inputs),
                      "predicted_recomputations": recomputations or {"mm": 0, "relu": 1},
                      "predicted_kept_bytes": kept_bytes}
         return run_test_file("q_keep_matmuls", namespace)
@@ -375,9 +376,9 @@ def test_selective_can_keep_more_than_no_checkpointing():
     # What exercise 2 asks to predict: the cache keeps both matmul outputs, the last one needed by no one.
     inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128)
     policy = ckpt.keep_ops_policy([torch.ops.aten.mm.default])
-    kept = ckpt.trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
+    kept = trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
                                                  context_fn=partial(create_selective_checkpoint_contexts, policy)), inputs)
-    plain = ckpt.trace_step(ckpt.two_matmuls, inputs)
+    plain = trace_step(ckpt.two_matmuls, inputs)
     assert plain.kept_bytes == 32 * 128 * FLOAT32  # relu's output
     assert kept.kept_bytes == (32 * 128 + 32 * 64) * FLOAT32 > plain.kept_bytes
 
@@ -394,7 +395,7 @@ def test_lesson_01_public_check_compares_predictions_with_the_measurement():
     def keep_matmuls(ctx, op, *args, **kwargs):
         return CheckpointPolicy.MUST_SAVE if op == torch.ops.aten.mm.default else CheckpointPolicy.PREFER_RECOMPUTE
 
-    env = {"matmul_inputs": inputs, "plain_matmuls": ckpt.trace_step(ckpt.two_matmuls, inputs), "keep_matmuls": keep_matmuls,
+    env = {"matmul_inputs": inputs, "plain_matmuls": trace_step(ckpt.two_matmuls, inputs), "keep_matmuls": keep_matmuls,
            "predicted_recomputations": {"mm": 0, "relu": 1}, "predicted_kept_bytes": (32 * 128 + 32 * 64) * 4}
     assert grader.check("q_keep_matmuls", env).passed
     wrong = repr(grader.check("q_keep_matmuls", {**env, "predicted_recomputations": {"mm": 1, "relu": 1},
@@ -409,16 +410,15 @@ def test_lesson_01_public_check_compares_predictions_with_the_measurement():
 
 @pytest.mark.parametrize("n_layers, segments", [(12, 3), (36, 6), (16, 4)])
 def test_the_drawn_step_peaks_at_n_without_and_n_over_k_plus_k_with_checkpointing(n_layers, segments):
-    from effitrain_lessons import viz
-
-    plain, checkpointed = viz._memory_over_step(n_layers, 1), viz._memory_over_step(n_layers, segments)
+    plain = checkpointing_figures._memory_over_step(n_layers, 1)
+    checkpointed = checkpointing_figures._memory_over_step(n_layers, segments)
     assert max(held for _, held in plain) == n_layers and len(plain) == 2 * n_layers
     assert max(held for _, held in checkpointed) == n_layers // segments + segments
     assert len(checkpointed) == 3 * n_layers  # one extra forward pass, drawn as recomputation
     assert sum(phase == "recompute" for phase, _ in checkpointed) == n_layers
-    assert viz.draw_checkpointing_memory(n_layers, segments).axes
+    assert checkpointing_figures.draw_checkpointing_memory(n_layers, segments).axes
     with pytest.raises(ValueError, match="segments must divide n_layers"):
-        viz.draw_checkpointing_memory(12, 5)
+        checkpointing_figures.draw_checkpointing_memory(12, 5)
 
 
 def test_the_sweep_prints_itself_as_a_table(sweep):

@@ -13,7 +13,8 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from effitrain_lessons import viz
+from effitrain_lessons import diloco_figures
+from effitrain_lessons.local_sgd_figures import local_sgd_explorer
 
 
 def _png(figure: Figure) -> bytes:
@@ -46,8 +47,8 @@ def longer_language(monkeypatch):
     def longer(text):
         return " ".join(word + "xx" * (len(word) > 3) for word in text.split(" "))
 
-    monkeypatch.setattr(viz, "_", longer)
-    monkeypatch.setattr(viz, "phrase", lambda template, **values: longer(template.format(**values)))
+    monkeypatch.setattr(diloco_figures, "_", longer)
+    monkeypatch.setattr(diloco_figures, "phrase", lambda template, **values: longer(template.format(**values)))
 
 
 # --- the drawing ---------------------------------------------------------------------------------
@@ -55,7 +56,7 @@ def longer_language(monkeypatch):
 
 @pytest.mark.parametrize("h, rounds, workers", [(4, 2, 2), (8, 3, 4), (1, 1, 2), (32, 2, 3)])
 def test_the_drawing_has_a_lane_per_worker_h_inner_steps_and_an_outer_step_per_round(h, rounds, workers):
-    figure = viz.draw_diloco(h=h, rounds=rounds, workers=workers)
+    figure = diloco_figures.draw_diloco(h=h, rounds=rounds, workers=workers)
     assert len(_by_gid(figure, "worker-lane")) == workers and len(_by_gid(figure, "global-lane")) == 1
     assert len(_by_gid(figure, "inner-step")) == h * rounds * workers
     outer_steps = _by_gid(figure, "outer-step")
@@ -74,7 +75,7 @@ def test_the_drawing_words_do_not_overlap_or_leave_the_figure(words, request):
     if words == "longer":
         request.getfixturevalue("longer_language")
     for h, rounds, workers in [(4, 2, 2), (8, 3, 4)]:
-        figure = viz.draw_diloco(h=h, rounds=rounds, workers=workers)
+        figure = diloco_figures.draw_diloco(h=h, rounds=rounds, workers=workers)
         renderer = _laid_out(figure)
         boxes = [(text.get_text(), text.get_window_extent(renderer)) for text in _words(figure)]
         whole = figure.bbox
@@ -88,7 +89,7 @@ def test_the_drawing_words_do_not_overlap_or_leave_the_figure(words, request):
                                             ({"workers": 1}, "at least 2")])
 def test_the_drawing_refuses_bad_arguments_in_one_sentence(arguments, word):
     with pytest.raises(ValueError, match=word) as error:
-        viz.draw_diloco(**arguments)
+        diloco_figures.draw_diloco(**arguments)
     message = str(error.value)
     assert message.endswith(".") and message.count(". ") == 0 and "\n" not in message
 
@@ -101,7 +102,7 @@ def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
               "DiLoCo, H = 8": [3.0 - 0.01 * s + (0.2 if s % 2 else 0.0) for s in range(40)],
               "DiLoCo, H = 16": [2.5] * 33}
     outer = {"DiLoCo, H = 8": [8, 16, 24, 32, 40], "DiLoCo, H = 16": [16, 32, 48]}  # 48 is past that run's end
-    figure = viz.plot_diloco_losses(curves, outer, title="training loss in process 0")
+    figure = diloco_figures.plot_diloco_losses(curves, outer, title="training loss in process 0")
     (ax,) = figure.axes
     smoothed = _by_gid(figure, "smoothed")
     assert [line.get_label() for line in smoothed] == list(curves)
@@ -121,18 +122,18 @@ def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
 
 
 def test_the_loss_figure_without_outer_steps_and_its_errors():
-    figure = viz.plot_diloco_losses({"data parallel": [2.0, 1.5, 1.2]})
+    figure = diloco_figures.plot_diloco_losses({"data parallel": [2.0, 1.5, 1.2]})
     assert len(_by_gid(figure, "smoothed")) == 1 and _by_gid(figure, "outer-steps") == []
     assert _by_gid(figure, "smoothed")[0].get_ydata() == pytest.approx([2.0, 1.75, 4.7 / 3])
     _png(figure)
     with pytest.raises(ValueError, match="at least one run"):
-        viz.plot_diloco_losses({})
+        diloco_figures.plot_diloco_losses({})
     with pytest.raises(ValueError, match="DiLoCo has none"):
-        viz.plot_diloco_losses({"DiLoCo": []})
+        diloco_figures.plot_diloco_losses({"DiLoCo": []})
 
 
 def test_the_loss_figure_in_a_longer_language_renders(longer_language):
-    figure = viz.plot_diloco_losses({"a": [1.0] * 50, "b": [2.0] * 50}, {"a": [10, 20]}, title="training loss in process 0")
+    figure = diloco_figures.plot_diloco_losses({"a": [1.0] * 50, "b": [2.0] * 50}, {"a": [10, 20]}, title="training loss in process 0")
     renderer = _laid_out(figure)
     for text in (figure.axes[0].xaxis.label, figure.axes[0].yaxis.label, figure.axes[0].title):
         box = text.get_window_extent(renderer)
@@ -154,7 +155,7 @@ def test_the_diloco_explorer_reruns_with_the_sliders_values(shown):
         calls.append((h, outer_lr))
         return Figure()
 
-    box = viz.diloco_explorer(run, first, h=32, outer_lr=0.7)
+    box = diloco_figures.diloco_explorer(run, first, h=32, outer_lr=0.7)
     (h_slider, lr_slider), status = _controls(box)
     assert shown[0] == ("display", first) and shown[1] == ("display", box)  # the figure first, then the widgets
     assert (h_slider.description, h_slider.value, list(h_slider.options)) == ("H", 32, [4, 8, 16, 32, 64])
@@ -172,7 +173,7 @@ def test_the_diloco_explorer_says_why_a_run_failed_and_keeps_the_figure(shown):
     def run(h, outer_lr):
         raise RuntimeError(f"The launch with H = {h} did not finish in 120 s.")
 
-    box = viz.diloco_explorer(run, Figure())
+    box = diloco_figures.diloco_explorer(run, Figure())
     (h_slider, _lr_slider), status = _controls(box)
     h_slider.value = 64
     assert status.value == "The launch with H = 64 did not finish in 120 s."
@@ -188,7 +189,7 @@ def test_the_local_sgd_explorer_keeps_its_controls_and_words(shown):
             raise ValueError("4 processes need 4 devices.")
         return Figure()
 
-    box = viz.local_sgd_explorer(run, Figure())
+    box = local_sgd_explorer(run, Figure())
     (slider, menu), status = _controls(box)
     assert (slider.description, slider.value, menu.description, menu.value) == ("K", 8, "processes", 2)
     assert status.value == "Move K or change the number of processes to run again."

@@ -12,10 +12,10 @@ import psutil
 import pytest
 from matplotlib.figure import Figure
 
-from effitrain_lessons import local_sgd, viz
+from effitrain_lessons import local_sgd, local_sgd_figures, processes
 from effitrain_lessons.lesson_code.lesson_04 import train
-from effitrain_lessons.local_sgd import (
-    RunConfig, agreement, launch, measured_run, run_custom_loop, summary)
+from effitrain_lessons.local_sgd import agreement, run_custom_loop
+from effitrain_lessons.runs import EXIT, RunConfig, launch, measured_run, summary
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 24
@@ -68,7 +68,7 @@ def test_local_sgd_synchronizes_floor_steps_over_k_plus_one_times(runs, index, k
     assert configs[index].expected_synchronizations() == steps // k + 1
     for report in results[index]:
         assert report.synchronizations == steps // k + 1
-        assert report.sync_steps == [local_sgd.EXIT] + list(range(k, steps + 1, k))
+        assert report.sync_steps == [EXIT] + list(range(k, steps + 1, k))
         assert report.gradient_allreduces == []  # inside LocalSGD gradients are never all-reduced
         # Each synchronization averages every parameter tensor once.
         n_tensors = len(list(tiny_bert(num_hidden_layers=1).parameters()))
@@ -128,7 +128,7 @@ def test_the_exercise_check_tells_a_fixed_loop_from_a_broken_one():
             sgd.step()
 
     good, bad = run_custom_loop(fixed), run_custom_loop(broken)
-    assert [r.synchronizations for r in good] == [4, 4] and good[0].sync_steps == [local_sgd.EXIT, 4, 8, 12]
+    assert [r.synchronizations for r in good] == [4, 4] and good[0].sync_steps == [EXIT, 4, 8, 12]
     assert [r.synchronizations for r in bad] == [1, 1]
     assert no_children()
 
@@ -152,7 +152,7 @@ def test_a_launch_past_its_timeout_is_stopped():
 
 
 def test_without_fork_one_sentence_instead_of_a_hang(monkeypatch):
-    monkeypatch.setattr(local_sgd, "can_fork", lambda: False)
+    monkeypatch.setattr(processes, "can_fork", lambda: False)
     with pytest.raises(RuntimeError, match=r"cannot fork processes .*torchrun --nproc_per_node 2"):
         launch([RunConfig()], train)
 
@@ -206,14 +206,14 @@ def test_local_sgd_in_one_process_averages_nothing():
 def test_lesson_4_figures(runs):
     configs, results = runs
     rows = [summary(reports) for reports in results]
-    assert isinstance(viz.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure)
-    sweep = viz.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0])
+    assert isinstance(local_sgd_figures.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure)
+    sweep = local_sgd_figures.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0])
     assert isinstance(sweep, Figure)
     loss_ax = next(ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss")  # what the tolerance is about
     assert list(loss_ax.lines[0].get_ydata()) == [rows[1]["eval_loss"], rows[2]["eval_loss"]]
     with pytest.raises(ValueError):
-        viz.plot_sync_timeline({}, steps=4)
-    assert isinstance(viz.plot_loss_against_bytes(rows), Figure)
+        local_sgd_figures.plot_sync_timeline({}, steps=4)
+    assert isinstance(local_sgd_figures.plot_loss_against_bytes(rows), Figure)
     table = local_sgd.results(results[:2])
     assert [row[0] for row in table.rows] == ["data parallel", "Local SGD, K=8"]
     assert [row[2] for row in table.rows] == [STEPS, STEPS // 8 + 1] and table.rows[0][-2:] == ["yes", "yes"]
@@ -221,13 +221,13 @@ def test_lesson_4_figures(runs):
 
 @pytest.mark.parametrize("k, steps", [(4, 8), (3, 10)])
 def test_the_drawing_shows_every_step_against_every_k_steps(k, steps):
-    figure = viz.draw_data_parallel_and_local_sgd(k=k, steps=steps)
+    figure = local_sgd_figures.draw_data_parallel_and_local_sgd(k=k, steps=steps)
     data_parallel, local = figure.axes
     assert len(data_parallel.patches) - 2 * steps == steps  # 2 processes' steps, then one all-reduce per step
     assert len(local.patches) - 2 * steps == steps // k
     assert "gradients" in data_parallel.get_title(loc="left") and "parameters" in local.get_title(loc="left")
     with pytest.raises(ValueError, match="at least 2"):
-        viz.draw_data_parallel_and_local_sgd(devices=1)
+        local_sgd_figures.draw_data_parallel_and_local_sgd(devices=1)
 
 
 # --- the exercises' public checks compare with what they count ---------------------------------------

@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.patches import Rectangle
 
-from effitrain_lessons import plan, viz
+from effitrain_lessons import plan, plan_figures
 
 GiB = 2**30
 
@@ -18,7 +18,7 @@ def _bars(figure):
 
 def test_each_bar_is_its_estimates_lines_end_to_end_against_the_gpus_line():
     estimates = [plan.estimate("bert-base-uncased", batch=32, seq=512, attention=a) for a in ("eager", "sdpa")]
-    figure = viz.plot_memory_estimates(estimates, ["eager", "sdpa"], gpu="T4")
+    figure = plan_figures.plot_memory_estimates(estimates, ["eager", "sdpa"], gpu="T4")
     bars = _bars(figure)
     assert len(bars) == sum(len(e.lines) for e in estimates)
     at = 0
@@ -41,13 +41,13 @@ def test_each_bar_is_its_estimates_lines_end_to_end_against_the_gpus_line():
 
 def test_the_bars_refuse_nothing_to_draw_and_a_label_count_that_does_not_match():
     with pytest.raises(ValueError, match="needs at least one estimate"):
-        viz.plot_memory_estimates([])
+        plan_figures.plot_memory_estimates([])
     with pytest.raises(ValueError, match="has 1 estimates and 2 labels: give one label each"):
-        viz.plot_memory_estimates([plan.estimate("gpt2")], ["a", "b"])
+        plan_figures.plot_memory_estimates([plan.estimate("gpt2")], ["a", "b"])
 
 
 def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
-    box = viz.plan_explorer("bert-base-uncased", gpu="T4", batch=32, seq=512, attention="eager")
+    box = plan_figures.plan_explorer("bert-base-uncased", gpu="T4", batch=32, seq=512, attention="eager")
     first_row, second_row, status = box.children
     model, gpu, batch, seq = first_row.children
     precision, attention, checkpointing = second_row.children

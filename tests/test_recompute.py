@@ -11,7 +11,7 @@ import pytest
 import torch
 from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
-from effitrain_lessons import recompute, viz
+from effitrain_lessons import plan_figures, recompute
 from effitrain_lessons.checkpointing import keep_ops_policy
 from effitrain_lessons.memory import record_saved_tensors, storage_key
 
@@ -246,7 +246,7 @@ def test_the_curve_prints_itself(measured):
 
 def test_the_plot_labels_every_point(measured):
     curve = recompute.RecomputeCurve([*measured["eager"].values(), *measured["sweep"].values()])
-    fig = viz.plot_recompute_pareto(curve)
+    fig = plan_figures.plot_recompute_pareto(curve)
     ax = fig.axes[0]
     texts = [t.get_text().replace("\n", " ") for t in ax.texts]
     for p in curve.points:
@@ -258,4 +258,4 @@ def test_the_plot_labels_every_point(measured):
     assert "redraws-random" not in lines
     redrawn = replace(point("zero", 0, 14, budget=0.0), redraws_random=True)
     flags = recompute.RecomputeCurve([point("none", 100, 10), redrawn])
-    assert "redraws-random" in {line.get_gid() for line in viz.plot_recompute_pareto(flags).axes[0].get_lines()}
+    assert "redraws-random" in {line.get_gid() for line in plan_figures.plot_recompute_pareto(flags).axes[0].get_lines()}

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from sklearn.metrics import accuracy_score, f1_score
 from transformers import Trainer, TrainingArguments
 
-from effitrain_lessons import viz
+from effitrain_lessons import trainer_figures
 from effitrain_lessons.data import tokenized_mrpc
 from effitrain_lessons.metrics import compute_metrics, majority_baseline
 from effitrain_lessons.trainer import StepMeter, fresh_model, learning_rate_for, lesson_data
@@ -207,13 +207,13 @@ def test_hub_model_offline_points_to_tiny(monkeypatch):
 
 
 def test_lesson_2_figures(tmp_path, splits):
-    assert isinstance(viz.plot_trainer_vs_accelerator(), Figure)
+    assert isinstance(trainer_figures.plot_trainer_vs_accelerator(), Figure)
     trainer = short_trainer(splits, tmp_path, checkpointing=False, rows=32)
     quiet_train(trainer)
     report = meter_of(trainer).step_report()
-    assert isinstance(viz.plot_checkpointing_cost(report, report, title="t"), Figure)
+    assert isinstance(trainer_figures.plot_checkpointing_cost(report, report, title="t"), Figure)
     with pytest.raises(TypeError, match="two StepReports"):
-        viz.plot_checkpointing_cost(report, 3)
+        trainer_figures.plot_checkpointing_cost(report, 3)
 
 
 # --- the exercises' public checks compare with what they measure --------------------------------------
