@@ -1,56 +1,26 @@
 """A lesson's self-check quiz: multiple-choice questions answered with immediate feedback.
 
-A lesson's questions live in `effitrain_lessons.quizzes` (`lesson_quiz("NN")`), in English and
-marked for the catalog; the quiz shows every prompt, choice, reason and button in the language in
-use (`effitrain_lessons.i18n`), so each edition asks them in its own language. Nothing is graded: a
-learner checks their own understanding before the graded exercises. Where widgets cannot run (a
-static viewer, a script), the quiz prints as text.
+A lesson's questions live in `effitrain_lessons.quizzes` (`Question`, and `QUIZZES` by lesson);
+`lesson_quiz("NN")` shows lesson NN's. The quiz shows every prompt, choice, reason and button in the
+language in use (`effitrain_lessons.i18n`), so each edition asks them in its own language. Nothing
+is graded: a learner checks their own understanding before the graded exercises. Where widgets
+cannot run (a static viewer, a script), the quiz prints as text.
 """
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
+from effitrain_lessons import quizzes
 from effitrain_lessons.i18n import N_, _, phrase
+from effitrain_lessons.moved import moved_names
 
-WORDS = {"check": N_("Check"), "right": N_("Right."), "wrong": N_("Not quite: try another answer."),
-         "pick": N_("Pick an answer first.")}  # translated where shown: the language is chosen after import
+CHECK = N_("Check")  # the button's word, translated where shown: the language is chosen after import
 
-
-@dataclass(frozen=True)
-class Question:
-    """One question: `answer` is the index of the right choice, `why` the sentence shown once it is found."""
-
-    prompt: str
-    choices: Sequence[str]
-    answer: int
-    why: str
-
-    def __post_init__(self) -> None:
-        if len(self.choices) < 2:
-            raise ValueError(phrase("A question needs at least two choices, got {count}: {prompt!r}.",
-                                    count=len(self.choices), prompt=self.prompt))
-        if not isinstance(self.answer, int) or not 0 <= self.answer < len(self.choices):
-            raise ValueError(phrase("answer must be the index of a choice, 0 to {last}, got {answer!r}.",
-                                    last=len(self.choices) - 1, answer=self.answer))
-
-    def feedback(self, choice: int | None) -> str:
-        """What the learner reads after checking `choice` (an index, or None for no answer)."""
-        if choice is None:
-            return _(WORDS["pick"])
-        return f"{_(WORDS['right'])} {_(self.why)}" if choice == self.answer else _(WORDS["wrong"])
-
-    def text(self, number: int) -> str:
-        lines = [f"{number}. {_(self.prompt)}"]
-        lines += [f"   {_letter(i)}) {_(choice)}" for i, choice in enumerate(self.choices)]
-        return "\n".join(lines)
-
-
-def _letter(index: int) -> str:
-    return chr(ord("a") + index)
+# A question is defined beside the questions now (so that the bank imports nothing from here).
+MOVED = {"Question": "effitrain_lessons.quizzes"}
+__getattr__ = moved_names(__name__, MOVED)
 
 
 def _inline_code(text: str) -> str:
@@ -58,13 +28,13 @@ def _inline_code(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
-def quiz(*questions: Question):
+def quiz(*questions: quizzes.Question):
     """Show `questions` as radio buttons, each with a Check button and its feedback.
 
     Returns the widget (a cell that ends with `quiz(...)` displays it); its plain-text form, shown
     where widgets cannot run, lists the questions and their choices.
     """
-    if not questions or not all(isinstance(q, Question) for q in questions):
+    if not questions or not all(isinstance(q, quizzes.Question) for q in questions):
         raise TypeError(_("quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...'))."))
     import ipywidgets as widgets
 
@@ -74,14 +44,14 @@ def quiz(*questions: Question):
 
     items = []
     for number, question in enumerate(questions, 1):
-        options = [(f"{_letter(i)}) {_(choice).replace('`', '')}", i) for i, choice in enumerate(question.choices)]
+        options = [(f"{quizzes.letter(i)}) {_(choice).replace('`', '')}", i) for i, choice in enumerate(question.choices)]
         choice = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
-        button = widgets.Button(description=_(WORDS["check"]))
+        button = widgets.Button(description=_(CHECK))
         result = widgets.HTML()
 
         def check(_button, question=question, choice=choice, result=result) -> None:
             colour = "#1a7f37" if choice.value == question.answer else "#cf222e"
-            picked = "" if choice.value is None else f"{_letter(choice.value)}) "  # which click this answers
+            picked = "" if choice.value is None else f"{quizzes.letter(choice.value)}) "  # which click this answers
             result.value = f"<span style='color: {colour}'>{picked}{_inline_code(question.feedback(choice.value))}</span>"
 
         button.on_click(check)
@@ -91,10 +61,8 @@ def quiz(*questions: Question):
 
 
 def lesson_quiz(lesson: str):
-    """The quiz of lesson `lesson` ("00" to "04"), as `quiz` shows it."""
-    from effitrain_lessons.quizzes import QUIZZES
-
-    if lesson not in QUIZZES:
+    """The quiz of lesson `lesson` ("00" to "06"), as `quiz` shows it."""
+    if lesson not in quizzes.QUIZZES:
         raise ValueError(phrase("There is no quiz for lesson {lesson!r}; there are quizzes for {lessons}.",
-                                lesson=lesson, lessons=", ".join(sorted(QUIZZES))))
-    return quiz(*QUIZZES[lesson])
+                                lesson=lesson, lessons=", ".join(sorted(quizzes.QUIZZES))))
+    return quiz(*quizzes.QUIZZES[lesson])

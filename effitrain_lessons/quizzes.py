@@ -1,14 +1,56 @@
-"""The self-check quiz of every lesson, shown by `lesson_quiz("NN")` at the lesson's practice.
+"""What a self-check question is, and every lesson's questions (`lesson_quiz("NN")` shows them).
 
 The questions live here, not in the lessons' cells, so that the answers are not in view and each
 edition can ask them in its own language: every prompt, choice and `why` is marked `N_` for the
 catalog and translated where the quiz shows it. Each `why` is shown once the right answer is found.
+What a question is (`Question`: its choices, its answer, the feedback a learner reads) is defined
+here too, beside the questions; `effitrain_lessons.quiz` shows them (widgets, or text).
 """
 
 from __future__ import annotations
 
-from effitrain_lessons.i18n import N_
-from effitrain_lessons.quiz import Question
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from effitrain_lessons.i18n import N_, _, phrase
+
+FEEDBACK = {"right": N_("Right."), "wrong": N_("Not quite: try another answer."),
+            "pick": N_("Pick an answer first.")}  # translated where shown: the language is chosen after import
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: `answer` is the index of the right choice, `why` the sentence shown once it is found."""
+
+    prompt: str
+    choices: Sequence[str]
+    answer: int
+    why: str
+
+    def __post_init__(self) -> None:
+        if len(self.choices) < 2:
+            raise ValueError(phrase("A question needs at least two choices, got {count}: {prompt!r}.",
+                                    count=len(self.choices), prompt=self.prompt))
+        if not isinstance(self.answer, int) or not 0 <= self.answer < len(self.choices):
+            raise ValueError(phrase("answer must be the index of a choice, 0 to {last}, got {answer!r}.",
+                                    last=len(self.choices) - 1, answer=self.answer))
+
+    def feedback(self, choice: int | None) -> str:
+        """What the learner reads after checking `choice` (an index, or None for no answer)."""
+        if choice is None:
+            return _(FEEDBACK["pick"])
+        return f"{_(FEEDBACK['right'])} {_(self.why)}" if choice == self.answer else _(FEEDBACK["wrong"])
+
+    def text(self, number: int) -> str:
+        lines = [f"{number}. {_(self.prompt)}"]
+        lines += [f"   {letter(i)}) {_(choice)}" for i, choice in enumerate(self.choices)]
+        return "\n".join(lines)
+
+
+def letter(index: int) -> str:
+    """The letter a choice is listed under: 0 -> "a"."""
+    return chr(ord("a") + index)
+
 
 QUIZZES: dict[str, tuple[Question, ...]] = {
     "00": (

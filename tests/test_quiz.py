@@ -3,7 +3,8 @@
 import pytest
 
 from effitrain_lessons.checks import check_prediction
-from effitrain_lessons.quiz import Question, quiz
+from effitrain_lessons.quiz import quiz
+from effitrain_lessons.quizzes import Question
 
 ADD = Question("What is `2 + 2`?", ["3", "`4`", "5"], answer=1, why="Two and two make four.")
 
