@@ -10,8 +10,8 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checkpointing import trace_step\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.tracing import trace_step\n'
                                                ">>> assert type(checkpointed_block(x_block)) is torch.Tensor, phrase('checkpointed_block(x) should return a tensor')\n"
                                                ">>> traced = trace_step(checkpointed_block, {'x': x_block}, parameters=block)\n"
                                                ">>> plain = trace_step(block, {'x': x_block})\n"
@@ -20,8 +20,8 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checkpointing import trace_step\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.tracing import trace_step\n'
                                                ">>> assert type(checkpointed_block(x_block)) is torch.Tensor, phrase('checkpointed_block(x) should return a tensor')\n"
                                                ">>> want = trace_step(block, {'x': x_block}).gradients\n"
                                                ">>> got = trace_step(checkpointed_block, {'x': x_block}, parameters=block)\n"
@@ -31,8 +31,8 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checkpointing import trace_step\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.tracing import trace_step\n'
                                                '>>> assert type(checkpointed_block(x_block)) is torch.Tensor\n'
                                                '>>> x_test = torch.randn(16, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)\n'
                                                ">>> want = trace_step(block, {'x': x_test}).gradients\n"
@@ -44,7 +44,7 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': True,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checkpointing import trace_step\n'
+                                               '>>> from effitrain_lessons.tracing import trace_step\n'
                                                '>>> assert type(checkpointed_block(x_block)) is torch.Tensor\n'
                                                '>>> x_frozen = torch.randn(16, 64, generator=torch.Generator().manual_seed(2))\n'
                                                ">>> want = trace_step(block, {'x': x_frozen}).gradients\n"

@@ -5,7 +5,7 @@ test = {   'name': 'q_predict_syncs',
     'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
-                                               '>>> from effitrain_lessons.local_sgd import RunConfig, launch\n'
+                                               '>>> from effitrain_lessons.runs import RunConfig, launch\n'
                                                ">>> check_runs = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], lesson_train, "
                                                'num_processes=2)\n'
                                                ">>> check_prediction('predicted_local_syncs', predicted_local_syncs, check_runs[0][0].synchronizations, why=phrase('Counted in process 0: averages "
@@ -15,7 +15,7 @@ test = {   'name': 'q_predict_syncs',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
-                                               '>>> from effitrain_lessons.local_sgd import RunConfig, launch\n'
+                                               '>>> from effitrain_lessons.runs import RunConfig, launch\n'
                                                '>>> assert type(predicted_local_syncs) is int and type(predicted_ddp_syncs) is int\n'
                                                ">>> counted = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], lesson_train, "
                                                'num_processes=2)\n'
