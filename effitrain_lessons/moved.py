@@ -32,8 +32,9 @@ def moved_names(old: str, places: Mapping[str, str]) -> Callable[[str], object]:
     """A module-level `__getattr__` for the module named `old`: each name in `places` is fetched from
     the module `places[name]` names, with a FutureWarning saying so; any other name is missing.
 
-    A place that is a script (`tools/make_course_data.py`) cannot be imported from the package: the
-    name is missing, and the AttributeError says where it went.
+    A place that is a script (`tools/make_course_data.py`) cannot be imported from the package: asking
+    for the name raises an ImportError that says where it went (an AttributeError's sentence would be
+    lost: `from module import name` replaces it with "cannot import name").
     """
 
     def __getattr__(name: str):
@@ -41,8 +42,8 @@ def moved_names(old: str, places: Mapping[str, str]) -> Callable[[str], object]:
         if place is None:
             raise AttributeError(f"module {old!r} has no attribute {name!r}")
         if place.endswith(SCRIPT):
-            raise AttributeError(phrase("{name} moved out of the package, to {place} in the course's repository: "
-                                        "run that script in a checkout.", name=name, place=place))
+            raise ImportError(phrase("{name} moved out of the package, to {place} in the course's repository: "
+                                     "run that script in a checkout.", name=name, place=place), name=old)
         # stacklevel 2: the warning names the line that imported the name (the learner's cell)
         warnings.warn(phrase("{name} moved to {place}: import it from there; the old place goes in the next "
                              "minor version.", name=name, place=place), FutureWarning, stacklevel=2)
