@@ -97,7 +97,7 @@ def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) 
     """Lesson 4's setting (1-layer tiny BERT, 112 micro-batches of 16 per process, 2 processes):
     data parallel and Local SGD for K in {1, 2, 4, 8, 16}, all for the same number of steps."""
     from effitrain_lessons.lesson_code.lesson_04 import train
-    from effitrain_lessons.runs import RunConfig, launch, summary
+    from effitrain_lessons.distributed_runs import RunConfig, launch, summary
 
     configs = [RunConfig(mode="ddp", steps=steps, layers=layers)]
     configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
@@ -123,7 +123,7 @@ def diloco_anchor(steps: int = 128, hs: tuple[int, ...] = (8, 32), layers: int =
     from effitrain_lessons.diloco import DiLoCoConfig, row
     from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
     from effitrain_lessons.lesson_code.lesson_05 import train
-    from effitrain_lessons.runs import RunConfig, launch
+    from effitrain_lessons.distributed_runs import RunConfig, launch
 
     plan = [(DiLoCoConfig(mode="ddp", steps=steps, layers=layers), train),
             (DiLoCoConfig(mode="ddp", steps=steps, layers=layers, seed=1), train)]

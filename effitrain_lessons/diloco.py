@@ -3,7 +3,7 @@
 The algorithm is the lesson's own: `train(config, model, train_set)`, lesson 4's loop with an outer
 step every H inner steps, written in a `#@save` cell (built into
 `effitrain_lessons/lesson_code/lesson_05.py`). It runs and is measured as lesson 4's loop is, by
-`effitrain_lessons.runs`, which the two lessons share: `launch` forks the processes, `measured_run`
+`effitrain_lessons.distributed_runs`, which the two lessons share: `launch` forks the processes, `measured_run`
 counts every all-reduce from outside the loop and fingerprints the parameters. This module adds the
 configuration (`DiLoCoConfig`: H, the outer optimizer, bucketing, the precision of the
 pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, and the
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from effitrain_lessons.arguments import command_line, whole_numbers
 from effitrain_lessons.i18n import _, phrase
-from effitrain_lessons.runs import ProcessReport, RunConfig, run_under_launcher, summary
+from effitrain_lessons.distributed_runs import ProcessReport, RunConfig, run_under_launcher, summary
 from effitrain_lessons.tables import Table
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -111,7 +111,8 @@ def seconds_per_synchronization(reports: list[ProcessReport]) -> float:
 
 
 def row(reports: list[ProcessReport]) -> dict:
-    """A run's summary (`runs.summary`, as lesson 4 shows it), with what lesson 5 adds: calls, bytes and time per synchronization."""
+    """A run's summary (`distributed_runs.summary`, as lesson 4 shows it), with what lesson 5 adds:
+    calls, bytes and time per synchronization."""
     out = summary(reports)
     syncs = max(out["synchronizations"], 1)
     out.update(

@@ -1,6 +1,6 @@
 """Lesson 5's figures: DiLoCo's two optimizers drawn, the runs' training losses, and its explorer.
 
-Used by lesson 5 (from Local SGD to DiLoCo), beside `diloco`, whose runs (`runs.launch`) measure
+Used by lesson 5 (from Local SGD to DiLoCo), beside `diloco`, whose runs (`distributed_runs.launch`) measure
 what `plot_diloco_losses` draws. Every `plot_*` and `draw_*` function returns a closed `Figure`
 (`plotting.finish`); `diloco_explorer` runs the lesson's training again from its widgets.
 `draw_diloco` is a drawing, not a measurement, and says so.

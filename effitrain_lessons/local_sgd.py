@@ -2,7 +2,7 @@
 
 The training loop is the lesson's own: `train(config, model, train_set)`, slide 9's loop, written in a
 `#@save` cell (built into `effitrain_lessons/lesson_code/lesson_04.py`). The lesson runs it with
-`effitrain_lessons.runs`, which lesson 5 shares: `launch(configs, train, num_processes=2)` forks real
+`effitrain_lessons.distributed_runs`, which lesson 5 shares: `launch(configs, train, num_processes=2)` forks real
 worker processes from a notebook (gloo on the CPU), runs that loop for every configuration in them
 one after the other, and returns what each process measured: its rank and `distributed_type`, the
 losses, and every all-reduce it made, counted by instrumentation around the loop rather than by
@@ -23,7 +23,7 @@ from dataclasses import asdict
 
 import torch
 
-from effitrain_lessons import processes, runs
+from effitrain_lessons import distributed_runs, processes
 from effitrain_lessons.arguments import command_line
 from effitrain_lessons.i18n import _
 from effitrain_lessons.moved import moved_names
@@ -31,7 +31,7 @@ from effitrain_lessons.tables import Table
 
 # Names that lived here until lesson 5 came to share them: where each one is now.
 MOVED = {
-    **{name: "effitrain_lessons.runs" for name in (
+    **{name: "effitrain_lessons.distributed_runs" for name in (
         "MODES", "RunConfig", "ProcessReport", "EXIT", "fingerprint", "measured_run", "config_of", "summary",
         "launch", "run_under_launcher")},
     **{name: "effitrain_lessons.processes" for name in ("can_fork", "start_workers")},
@@ -39,7 +39,7 @@ MOVED = {
 __getattr__ = moved_names(__name__, MOVED)
 
 
-def agreement(reports: list[runs.ProcessReport], steps: int | None = None) -> str:
+def agreement(reports: list[distributed_runs.ProcessReport], steps: int | None = None) -> str:
     """One character per step: '=' where every process held bit-identical parameters after the
     step, '.' where they differed."""
     fingerprints = [report.fingerprints[:steps] for report in reports]
@@ -50,11 +50,11 @@ def _yes_no(answer: bool) -> str:
     return _("yes") if answer else _("NO")  # NO in capitals: the answer that needs looking into
 
 
-def results(runs: list[list[runs.ProcessReport]]) -> Table:
+def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
     """Lesson 4's results table: one row per run, as counted in process 0."""
     rows = []
     for reports in runs:
-        row = runs.summary(reports)
+        row = distributed_runs.summary(reports)
         rows.append([row["run"], row["steps"], row["synchronizations"], row["expected"], row["allreduce_calls"],
                      f"{row['megabytes']:.2f}", row["gradient_allreduces"], f"{row['eval_loss']:.4f}",
                      f"{row['eval_accuracy']:.3f}", f"{row['ms_per_step']:.1f}",
@@ -70,7 +70,7 @@ def results(runs: list[list[runs.ProcessReport]]) -> Table:
 
 
 def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size: int = 8,
-                    timeout: float = 120.0) -> list[runs.ProcessReport]:
+                    timeout: float = 120.0) -> list[distributed_runs.ProcessReport]:
     """Run `loop(accelerator, model, optimizer, dataloader)` in real processes and count its
     communication (lesson 4's exercise checks a learner's loop with it).
 
@@ -92,11 +92,11 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
         from effitrain_lessons.models import tiny_bert
 
         accelerator = Accelerator(cpu=True)
-        report = runs.ProcessReport(rank=accelerator.process_index, num_processes=accelerator.num_processes,
+        report = distributed_runs.ProcessReport(rank=accelerator.process_index, num_processes=accelerator.num_processes,
                                distributed_type=accelerator.distributed_type.value, config={})
         torch.manual_seed(0)
         model = tiny_bert(num_hidden_layers=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        counter = runs.CommunicationCounter(report)
+        counter = distributed_runs.CommunicationCounter(report)
 
         def count_step(module, args, kwargs):
             counter.step += 1
@@ -111,11 +111,11 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
         with counter.watching_loop(), counter.counting_all_reduce():
             loop(accelerator, model, optimizer, loader)
         accelerator.wait_for_everyone()
-        report.final_fingerprint = runs.fingerprint(model)
+        report.final_fingerprint = distributed_runs.fingerprint(model)
         return [asdict(report)]
 
     per_rank = processes.start_workers(job, num_processes, timeout)
-    return [runs.ProcessReport(**per_rank[rank][0]) for rank in range(num_processes)]
+    return [distributed_runs.ProcessReport(**per_rank[rank][0]) for rank in range(num_processes)]
 
 
 def _lesson_04_loop():
@@ -126,10 +126,10 @@ def _lesson_04_loop():
 
 def main(argv: list[str] | None = None) -> int:
     """Run lesson 4's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
-    config = command_line(runs.RunConfig, argv, prog="python -m effitrain_lessons.local_sgd",
+    config = command_line(distributed_runs.RunConfig, argv, prog="python -m effitrain_lessons.local_sgd",
                           description="Lesson 04's training with Local SGD (or plain data parallel), counting its "
                                       "all-reduces. Start it with torchrun or accelerate launch for several processes.")
-    return runs.run_under_launcher(config, _lesson_04_loop)
+    return distributed_runs.run_under_launcher(config, _lesson_04_loop)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Lesson 4's figures: when the processes synchronize, what Local SGD saves and costs, and its explorer.
 
-Used by lesson 4 (Local SGD), beside `local_sgd`, whose runs (`runs.launch`, `runs.summary`)
+Used by lesson 4 (Local SGD), beside `local_sgd`, whose runs (`distributed_runs.launch`, `distributed_runs.summary`)
 measure what they draw. Every `plot_*` and `draw_*` function returns a closed `Figure`
 (`plotting.finish`); `local_sgd_explorer` runs the lesson's training again from its widgets.
 Drawn from measurements, except `draw_data_parallel_and_local_sgd`, a drawing that says so.
@@ -142,7 +142,7 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
 def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Figure:
     """Final validation loss against the megabytes each process all-reduced, one point per run
     (lesson 4's explore exercise): the price of communication, in loss. `rows` are
-    `runs.summary` dicts; each point is labelled with its run."""
+    `distributed_runs.summary` dicts; each point is labelled with its run."""
     if not rows:
         raise ValueError(_("plot_loss_against_bytes needs at least one run's summary."))
     fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")

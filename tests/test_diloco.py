@@ -20,7 +20,7 @@ from effitrain_lessons import diloco
 from effitrain_lessons.diloco import DiLoCoConfig, results, row, seconds_per_synchronization
 from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
 from effitrain_lessons.lesson_code.lesson_05 import all_reduce_mean, fragments_of, train
-from effitrain_lessons.runs import RunConfig, config_of, launch, measured_run
+from effitrain_lessons.distributed_runs import RunConfig, config_of, launch, measured_run
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 20

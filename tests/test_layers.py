@@ -77,7 +77,7 @@ LAYERS = {
     "__init__": SHARED, "arguments": SHARED, "tables": SHARED, "i18n": SHARED, "moved": SHARED, "device": SHARED,
     "memory": SHARED, "tracing": SHARED, "data": SHARED, "models": SHARED, "metrics": SHARED, "hub": SHARED,
     "checks": SHARED, "quiz": SHARED, "quizzes": SHARED, "colab": SHARED, "finetuning": SHARED, "plotting": SHARED,
-    "processes": SHARED, "runs": SHARED, "lesson_code": SHARED,
+    "processes": SHARED, "distributed_runs": SHARED, "lesson_code": SHARED,
     "checkpointing": 1, "checkpointing_figures": 1,
     "trainer": 2, "trainer_figures": 2,
     "train_loop": 3, "train_loop_figures": 3, "lesson_code.lesson_03": 3,

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from effitrain_lessons import local_sgd, local_sgd_figures, processes
 from effitrain_lessons.lesson_code.lesson_04 import train
 from effitrain_lessons.local_sgd import agreement, run_custom_loop
-from effitrain_lessons.runs import EXIT, RunConfig, launch, measured_run, summary
+from effitrain_lessons.distributed_runs import EXIT, RunConfig, launch, measured_run, summary
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 24

@@ -14,12 +14,12 @@ from effitrain_lessons import checkpointing, i18n, tracing
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.course.translate import runtime_messages
 from effitrain_lessons.memory import measure_step
-from effitrain_lessons.runs import ProcessReport, RunConfig
+from effitrain_lessons.distributed_runs import ProcessReport, RunConfig
 from effitrain_lessons.train_loop import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = tuple(f"effitrain_lessons/{name}.py" for name in (
-    "memory", "tracing", "checkpointing", "runs", "processes", "local_sgd", "train_loop", "trainer", "finetuning",
+    "memory", "tracing", "checkpointing", "distributed_runs", "processes", "local_sgd", "train_loop", "trainer", "finetuning",
     "device", "data", "models", "metrics", "hub", "arguments", "plan", "recompute"))
 
 

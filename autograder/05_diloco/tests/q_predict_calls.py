@@ -4,9 +4,9 @@ test = {   'name': 'q_predict_calls',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
                                                '>>> from effitrain_lessons.diloco import DiLoCoConfig\n'
+                                               '>>> from effitrain_lessons.distributed_runs import launch\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_05 import train as lesson_train\n'
-                                               '>>> from effitrain_lessons.runs import launch\n'
                                                '>>> counted = launch([DiLoCoConfig(h=6, steps=20, layers=1), DiLoCoConfig(h=6, steps=20, layers=1, bucketed=False)], lesson_train, num_processes=2)\n'
                                                ">>> check_prediction('predicted_syncs', predicted_syncs, counted[0][0].synchronizations, why=phrase('Counted in process 0: outer steps after steps "
                                                "{steps}, none on exit.', steps=counted[0][0].sync_steps))\n"
@@ -17,8 +17,8 @@ test = {   'name': 'q_predict_calls',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.diloco import DiLoCoConfig\n'
+                                               '>>> from effitrain_lessons.distributed_runs import launch\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_05 import train as lesson_train\n'
-                                               '>>> from effitrain_lessons.runs import launch\n'
                                                '>>> assert type(predicted_syncs) is int and type(predicted_calls_bucketed) is int and (type(predicted_calls_per_tensor) is int)\n'
                                                '>>> counted = launch([DiLoCoConfig(h=6, steps=20, layers=1), DiLoCoConfig(h=6, steps=20, layers=1, bucketed=False)], lesson_train, num_processes=2)\n'
                                                '>>> assert predicted_syncs == counted[0][0].synchronizations == counted[0][1].synchronizations == counted[1][1].synchronizations\n'

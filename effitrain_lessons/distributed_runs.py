@@ -3,7 +3,9 @@
 Shared by lessons 4 and 5, which run their own training loop (a `#@save` cell each) in real
 processes and measure it from outside, the same way: lesson 4's Local SGD against data parallel,
 lesson 5's DiLoCo (`diloco.DiLoCoConfig` extends `RunConfig`). Neither lesson owns the machinery, so
-it lives here, under the name of what it makes: runs.
+it lives here, under the name of what it makes: distributed training runs. (Not plain `runs`: that
+is what the lessons and tests call a list of runs' reports, and a module of that name would be
+shadowed by it.)
 
 - `RunConfig`: one run, the same in every process; each field is also a command-line option of the
   lesson's module (`python -m effitrain_lessons.local_sgd --k 8`).
