@@ -3,10 +3,10 @@
 The algorithm is the lesson's own: `train(config, model, train_set)`, lesson 4's loop with an outer
 step every H inner steps, written in a `#@save` cell (built into
 `effitrain_lessons/lesson_code/lesson_05.py`). It runs and is measured as lesson 4's loop is, by
-`effitrain_lessons.distributed_runs`, which the two lessons share: `launch` forks the processes, `measured_run`
-counts every all-reduce from outside the loop and fingerprints the parameters. This module adds the
-configuration (`DiLoCoConfig`: H, the outer optimizer, bucketing, the precision of the
-pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, and the
+`effitrain_lessons.distributed_runs`, which the two lessons share: `launch` forks the processes,
+`measured_run` counts every all-reduce from outside the loop and fingerprints the parameters. This
+module adds the configuration (`DiLoCoConfig`: H, the outer optimizer, bucketing, the precision of
+the pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, and the
 lesson's table. Its figures are in `diloco_figures`.
 
 The same loop runs as a module under a launcher:

@@ -1,14 +1,15 @@
 """Lesson 4: Local SGD with Accelerate on real processes, with its communication counted from outside.
 
-The training loop is the lesson's own: `train(config, model, train_set)`, slide 9's loop, written in a
-`#@save` cell (built into `effitrain_lessons/lesson_code/lesson_04.py`). The lesson runs it with
-`effitrain_lessons.distributed_runs`, which lesson 5 shares: `launch(configs, train, num_processes=2)` forks real
-worker processes from a notebook (gloo on the CPU), runs that loop for every configuration in them
-one after the other, and returns what each process measured: its rank and `distributed_type`, the
-losses, and every all-reduce it made, counted by instrumentation around the loop rather than by
-formula or by lines in it. This module adds what is lesson 4's own: the results table, where the
-processes' parameters agreed step by step, and `run_custom_loop`, which counts the communication of
-the learner's own Accelerate loop in the exercise. Its figures are in `local_sgd_figures`.
+The training loop is the lesson's own: `train(config, model, train_set)`, slide 9's loop, written in
+a `#@save` cell (built into `effitrain_lessons/lesson_code/lesson_04.py`). The lesson runs it with
+`effitrain_lessons.distributed_runs`, which lesson 5 shares: `launch(configs, train,
+num_processes=2)` forks real worker processes from a notebook (gloo on the CPU), runs that loop for
+every configuration in them one after the other, and returns what each process measured: its rank
+and `distributed_type`, the losses, and every all-reduce it made, counted by instrumentation around
+the loop rather than by formula or by lines in it. This module adds what is lesson 4's own: the
+results table, where the processes' parameters agreed step by step, and `run_custom_loop`, which
+counts the communication of the learner's own Accelerate loop in the exercise. Its figures are in
+`local_sgd_figures`.
 
 The same loop runs as a module under a launcher on many GPUs and machines:
 

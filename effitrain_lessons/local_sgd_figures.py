@@ -1,9 +1,9 @@
 """Lesson 4's figures: when the processes synchronize, what Local SGD saves and costs, and its explorer.
 
-Used by lesson 4 (Local SGD), beside `local_sgd`, whose runs (`distributed_runs.launch`, `distributed_runs.summary`)
-measure what they draw. Every `plot_*` and `draw_*` function returns a closed `Figure`
-(`plotting.finish`); `local_sgd_explorer` runs the lesson's training again from its widgets.
-Drawn from measurements, except `draw_data_parallel_and_local_sgd`, a drawing that says so.
+Used by lesson 4 (Local SGD), beside `local_sgd`: its runs (`distributed_runs.launch`,
+`distributed_runs.summary`) measure what they draw. Every `plot_*` and `draw_*` function returns a
+closed `Figure` (`plotting.finish`); `local_sgd_explorer` runs the lesson's training again from its
+widgets. Drawn from measurements, except `draw_data_parallel_and_local_sgd`, a drawing that says so.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Starting real worker processes from a notebook, and ending them (and a process's own group) cleanly.
 
 Shared by the lessons that run training in several processes: lesson 3 (`checkpointing_under_ddp`:
-checkpointing meets DDP), lessons 4 and 5 (`distributed_runs.launch`: the lesson's own loop, measured). A job is
-a function; `start_workers` forks the processes that run it, each told who it is through the same
-environment a launcher sets (`RANK`, `WORLD_SIZE`, `MASTER_ADDR`, ...), collects what each returned,
-and stops them all on failure or timeout. `end_processes` closes a process group before the process
-exits. Forking needs Linux or macOS; `can_fork` says whether this platform can.
+checkpointing meets DDP), lessons 4 and 5 (`distributed_runs.launch`: the lesson's own loop,
+measured). A job is a function; `start_workers` forks the processes that run it, each told who it is
+through the same environment a launcher sets (`RANK`, `WORLD_SIZE`, `MASTER_ADDR`, ...), collects
+what each returned, and stops them all on failure or timeout. `end_processes` closes a process group
+before the process exits. Forking needs Linux or macOS; `can_fork` says whether this platform can.
 """
 
 from __future__ import annotations
