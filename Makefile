@@ -1,4 +1,4 @@
-# Quick start: `make lab` opens the lessons, `make test` runs every test.
+# Quick start: `make lab` opens the lessons, `make test` runs every test (`make test-fast` while you edit).
 # Both create .venv on first use; later runs reuse it (the stamp changes only
 # when pyproject.toml or constraints.txt does). `make test` also installs Debian's
 # Chromium (browser tests) and bubblewrap (the grading sandbox) when they are
@@ -16,6 +16,11 @@ PORT ?= 8888
 NO_BROWSER ?=
 EDITION ?= en
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test` and `make test-fast` (tests/conftest.py says how they share the work);
+# 0 runs every test in this one process.
+WORKERS ?= 2
+# What `make test-fast` leaves out: the tiers that need Chromium, bubblewrap or a whole lesson run.
+SLOW_TIERS := not browser and not sandbox and not notebooks
 LOWEST ?= .venv-lowest
 LOWEST_STAMP := $(LOWEST)/.effitrain-setup
 LOWEST_CONSTRAINTS := $(LOWEST)/constraints-lowest.txt
@@ -38,7 +43,7 @@ define apt_install
 	fi
 endef
 
-.PHONY: setup browser sandbox lab test test-lowest test-outside bench gpu-check notebooks catalogs clean
+.PHONY: setup browser sandbox lab lint format test test-fast test-lowest test-outside bench gpu-check notebooks catalogs clean
 
 setup: $(STAMP)
 
@@ -63,8 +68,24 @@ $(BWRAP):
 lab: setup
 	$(BIN)/effitrain lab --lang $(EDITION) --port $(PORT) $(if $(NO_BROWSER),--no-browser)
 
-test: setup browser sandbox
-	EFFITRAIN_CHROMIUM=$(CHROMIUM) EFFITRAIN_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest $(PYTEST_ARGS)
+# ruff (configured in pyproject.toml; lessons/ruff.toml for the masters' code cells): `make lint` checks,
+# `make format` rewrites what the formatter owns and applies ruff's safe fixes.
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+# Every test: the lint, then the whole suite on $(WORKERS) workers (about 10 min on 2 cores, setup apart).
+test: lint browser sandbox
+	EFFITRAIN_CHROMIUM=$(CHROMIUM) EFFITRAIN_REQUIRE_SANDBOX=1 $(BIN)/python -m pytest -n $(WORKERS) $(PYTEST_ARGS)
+
+# The edit loop (under 3 min): the lint and every test that needs no browser, no sandbox and no whole
+# lesson run. `make test` before you push: it is what CI runs.
+test-fast: lint
+	$(BIN)/python -m pytest -n $(WORKERS) -m "$(SLOW_TIERS)" $(PYTEST_ARGS)
 
 # The lower bounds in pyproject.toml, tested: .venv-lowest holds every direct dependency at its lower
 # bound (tools/lowest_constraints.py writes the constraints from pyproject.toml; torch stays at the

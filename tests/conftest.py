@@ -1,10 +1,111 @@
-"""Every test starts in English, whatever an earlier test or the shell chose (the lessons' language
-lives in the EFFITRAIN_LANGUAGE environment variable, which processes inherit); `shown` records what
-an explorer widget displays."""
+"""What every test shares: the tiers, how `make test` shares two cores, and two fixtures.
+
+Tiers (markers, set here from where a test lives, so no test file can forget its own):
+- `browser`: the lessons in JupyterLab in headless Chromium (tests/test_browser.py);
+- `sandbox`: grading in the bubblewrap sandbox (tests/test_grading.py, tests/test_sandbox.py);
+- `notebooks`: a whole lesson edition run by nbval (notebooks/solutions/).
+`make test-fast` runs everything else; `make test` runs all of it.
+
+Two cores: `make test` runs pytest-xdist with two workers. Each worker takes whole units of work
+(a test file, one lesson notebook, the English or the Turkish browser run, all the sandboxed tests
+together, since those look for leftover sandboxes machine-wide) and the longest units go first.
+Each worker and every process it starts (kernels, sandboxes, launched ranks) computes on one
+thread: two workers at two threads each would fight over two cores (OpenMP threads spin while
+they wait, and a Trainer run took minutes instead of seconds).
+
+Fixtures: every test starts in English, whatever an earlier test or the shell chose (the lessons'
+language lives in the EFFITRAIN_LANGUAGE environment variable, which processes inherit); `shown`
+records what an explorer widget displays.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 
 from effitrain_lessons.i18n import ENVIRONMENT
+
+ROOT = Path(__file__).resolve().parents[1]
+BROWSER_FILE = "tests/test_browser.py"
+SANDBOX_FILES = ("tests/test_grading.py", "tests/test_sandbox.py")
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+# Seconds each unit took in a `make test` on two cores (the longest first; unknown units last, in
+# collection order). Only the order of the work depends on these: a stale figure costs time, never a test.
+UNIT_SECONDS = {
+    "browser-en": 190,
+    "browser-tr": 175,
+    "sandbox": 160,
+    "notebooks/solutions/02_checkpointing_with_trainer.ipynb": 40,
+    "notebooks/solutions/04_local_sgd.ipynb": 25,
+    "notebooks/solutions/05_diloco.ipynb": 25,
+    "notebooks/solutions/03_checkpointing_with_accelerator.ipynb": 20,
+    "tests/test_local_sgd.py": 20,
+    "tests/test_train_loop.py": 18,
+    "tests/test_learning.py": 16,
+    "tests/test_diloco.py": 16,
+    "tests/test_trainer.py": 15,
+    "notebooks/solutions/06_will_it_fit.ipynb": 12,
+    "notebooks/solutions/01_checkpointing_first_principles.ipynb": 10,
+    "tests/test_benchmarks.py": 8,
+}
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: a worker runs a unit whole, in order."""
+    path = nodeid.split("::", 1)[0]
+    if path == BROWSER_FILE:
+        return "browser-tr" if "[tr/" in nodeid else "browser-en"
+    if path in SANDBOX_FILES:
+        return "sandbox"
+    return path
+
+
+def tier_of(nodeid: str) -> str | None:
+    path = nodeid.split("::", 1)[0]
+    if path == BROWSER_FILE:
+        return "browser"
+    if path in SANDBOX_FILES:
+        return "sandbox"
+    if path.endswith(".ipynb"):
+        return "notebooks"
+    return None
+
+
+def pytest_configure(config):
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # one compute thread per worker, for everything it starts
+        for variable in THREAD_VARIABLES:
+            os.environ[variable] = "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = tier_of(item.nodeid)
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, which `make test-lowest` runs without
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class LongestUnitsFirst(LoadScopeScheduling):
+        """xdist's scope scheduling with this suite's units, the longest sent out first."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            if not getattr(self, "_sorted", False):  # once, when the first unit goes out
+                units = sorted(self.workqueue.items(), key=lambda unit: -UNIT_SECONDS.get(unit[0], 0))  # stable
+                self.workqueue.clear()
+                self.workqueue.update(units)
+                self._sorted = True
+            super()._assign_work_unit(node)
+
+    return LongestUnitsFirst(config, log)
 
 
 @pytest.fixture(autouse=True)

@@ -156,13 +156,22 @@ def lab(tmp_path_factory) -> Lab:
 @pytest.fixture(scope="module")
 def browser():
     executable = _chromium_or_skip()
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # this run's screenshots only
+    _remove_stale_screenshots()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+def _remove_stale_screenshots() -> None:
+    """Each screenshot replaces its own file; this removes those of lessons that no longer exist. (Not the
+    whole folder: under `make test` the English and the Turkish runs take pictures side by side.)"""
+    stems = {Path(name).stem for name in LESSONS}
+    for picture in ARTIFACTS.rglob("*.png"):
+        if not any(picture.stem == stem or picture.stem.startswith(stem + "-") for stem in stems):
+            picture.unlink(missing_ok=True)
 
 
 @dataclass

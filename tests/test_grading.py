@@ -1,7 +1,8 @@
 """`effitrain grade` as an instructor uses it: real submissions, graded in the sandbox, each with its expected row.
 
-Batches: every lesson's solution and learner edition (full marks and zero); each solution edition
-alone, and with thread pools forced large; each question with only the cells its marks name; and a
+Batches: every English solution and Turkish learner edition (full marks and zero), and one lesson in
+all four editions; a solution named alone, and two with thread pools forced large; each question with
+only the cells its marks name; and a
 class folder of hostile and broken files, one per class of attack or accident the grader must
 survive. Then the pieces that decide a score, without a sandbox: test files, points, lesson
 identification, the static review, and the report.
@@ -93,20 +94,36 @@ def no_sandbox_left() -> bool:
 # The editions: right answers get full marks, untouched learner editions get zero
 
 
+# The smallest batch that still covers every question in both languages: every English solution
+# (full marks), every Turkish learner edition (zero, with Turkish feedback), and one lesson in all
+# four editions, so that each language's score can be compared with the other's question by question.
+# The Turkish editions' code is the English editions' token for token (tests/test_translations.py).
+BOTH_LANGUAGES = "04_local_sgd"  # its checks launch processes: the language reaches them too
+BATCH = [("solution", name) for name in LESSONS] + [("learner_tr", name) for name in LESSONS] + \
+        [("learner", BOTH_LANGUAGES), ("solution_tr", BOTH_LANGUAGES)]
+
+
+def batch_file(kind: str, name: str) -> str:
+    return f"{'tr_' if kind.endswith('_tr') else ''}{kind.removesuffix('_tr')}_{name}.ipynb"
+
+
 @pytest.fixture(scope="module")
 def editions_batch(tmp_path_factory):
-    """Every lesson's solution and learner edition, English and Turkish, graded with the defaults (2 workers)."""
+    """The editions above, graded with the defaults (2 workers)."""
     folder = tmp_path_factory.mktemp("editions")
-    for name in LESSONS:
-        for kind in ("solution", "learner"):
-            shutil.copy(ROOT / edition_paths(name)[kind], folder / f"{kind}_{name}.ipynb")
-            shutil.copy(ROOT / edition_paths(name)[f"{kind}_tr"], folder / f"tr_{kind}_{name}.ipynb")
+    for kind, name in BATCH:
+        shutil.copy(ROOT / edition_paths(name)[kind], folder / batch_file(kind, name))
     before = tree_digest(folder, *COURSE)
     start = time.monotonic()
     results = grade.grade([str(folder)], folder.parent / "editions_out")
     seconds = time.monotonic() - start
     print(f"\ngraded {len(results)} submissions in {seconds:.0f} s with the default workers")
     return folder, {result.file: result for result in results}, before
+
+
+def shape(result) -> dict:
+    """Each question's points possible and public and hidden test counts: what a language must not change."""
+    return {q: (r.possible, r.public_total, r.hidden_total) for q, r in result.questions.items()}
 
 
 @needs_sandbox
@@ -124,9 +141,11 @@ def test_solution_editions_get_full_marks_in_a_batch(editions_batch):
 def test_untouched_learner_editions_get_zero(editions_batch):
     _, results, _ = editions_batch
     for name in LESSONS:
-        result = results[f"learner_{name}.ipynb"]
+        result = results[f"tr_learner_{name}.ipynb"]
         assert result.status == "graded" and result.total == 0, (name, {q: r.points for q, r in result.questions.items()})
         assert all(q.hidden_total > 0 for q in result.questions.values())  # from the instructor's tests
+        assert shape(result) == shape(results[f"solution_{name}.ipynb"]), name
+    assert results[f"learner_{BOTH_LANGUAGES}.ipynb"].total == 0
 
 
 @needs_sandbox
@@ -136,22 +155,21 @@ def test_a_turkish_edition_is_graded_as_its_english_counterpart_with_turkish_fee
     rows = read_csv(out / "grades.csv")
     turkish = translator("tr")
     assert turkish("hidden tests: {passed} of {total} passed") != "hidden tests: {passed} of {total} passed"
+    for kind in ("solution", "learner"):
+        english, translated = results[f"{kind}_{BOTH_LANGUAGES}.ipynb"], results[f"tr_{kind}_{BOTH_LANGUAGES}.ipynb"]
+        assert translated.status == "graded" and translated.language == "tr", (kind, translated.reason)
+        assert {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
+                for q, r in translated.questions.items()} == \
+               {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
+                for q, r in english.questions.items()}, kind
+    assert results[f"tr_solution_{BOTH_LANGUAGES}.ipynb"].total == results[f"tr_solution_{BOTH_LANGUAGES}.ipynb"].possible > 0
     for name in LESSONS:
-        for kind in ("solution", "learner"):
-            english, translated = results[f"{kind}_{name}.ipynb"], results[f"tr_{kind}_{name}.ipynb"]
-            assert translated.status == "graded" and translated.language == "tr", (name, kind, translated.reason)
-            assert {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
-                    for q, r in translated.questions.items()} == \
-                   {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
-                    for q, r in english.questions.items()}, (name, kind)
-        assert results[f"tr_solution_{name}.ipynb"].total == results[f"tr_solution_{name}.ipynb"].possible > 0
-        assert results[f"tr_learner_{name}.ipynb"].total == 0
         feedback = (out / rows[f"tr_learner_{name}.ipynb"]["feedback"]).read_text(encoding="utf-8")
         assert turkish("public tests: {passed} of {total} passed").split("{")[0] in feedback
         assert "public tests:" not in feedback and "hidden tests:" not in feedback, feedback
-    # the public tests' own messages come back in Turkish too: lesson 00's check says the answer is still `...`
-    said = [m for q in results["tr_learner_00_start_here.ipynb"].questions.values() for m in q.public_messages]
-    english = [m for q in results["learner_00_start_here.ipynb"].questions.values() for m in q.public_messages]
+    # the public tests' own messages come back in Turkish too
+    said = [m for q in results[f"tr_learner_{BOTH_LANGUAGES}.ipynb"].questions.values() for m in q.public_messages]
+    english = [m for q in results[f"learner_{BOTH_LANGUAGES}.ipynb"].questions.values() for m in q.public_messages]
     assert said and english and said != english, (said, english)
 
 
@@ -161,7 +179,7 @@ def test_results_files_course_and_submissions_untouched(editions_batch):
     out = folder.parent / "editions_out"
     rows = read_csv(out / "grades.csv")
     assert set(rows) == set(results)
-    assert rows["solution_00_start_here.ipynb"]["q_bytes"] == "1" and rows["learner_00_start_here.ipynb"]["total"] == "0"
+    assert rows["solution_00_start_here.ipynb"]["q_bytes"] == "1" and rows["tr_learner_00_start_here.ipynb"]["total"] == "0"
     for file, row in rows.items():
         text = (out / row["feedback"]).read_text(encoding="utf-8")
         hidden = translator("tr" if file.startswith("tr_") else "en")("hidden tests: {passed} of {total} passed")
@@ -171,7 +189,7 @@ def test_results_files_course_and_submissions_untouched(editions_batch):
 
 
 @needs_sandbox
-def test_a_solution_edition_named_alone_gets_full_marks(tmp_path, name="01_checkpointing_first_principles"):
+def test_a_solution_edition_named_alone_gets_full_marks(tmp_path, name="00_start_here"):
     """A single file as the argument, not a folder (the batch above grades every lesson's solution)."""
     shutil.copy(ROOT / edition_paths(name)["solution"], tmp_path / "solution.ipynb")
     [result] = grade.grade([str(tmp_path / "solution.ipynb")], tmp_path / "out")
@@ -179,13 +197,12 @@ def test_a_solution_edition_named_alone_gets_full_marks(tmp_path, name="01_check
 
 
 @needs_sandbox
-@pytest.mark.parametrize("memory", ["cgroup", "pss"])
-def test_solutions_get_full_marks_with_thread_pools_forced_large(tmp_path, memory):
+@pytest.mark.parametrize("name, memory", [("02_checkpointing_with_trainer", "cgroup"), ("04_local_sgd", "pss")])
+def test_solutions_get_full_marks_with_thread_pools_forced_large(tmp_path, name, memory):
     """An instructor's machine with many cores: 32 OpenMP/MKL threads per submission, default memory cap.
-    Two lessons stand for the rest: 02's checks fine-tune with `Trainer` in the kernel's own thread pool,
-    04's fork worker processes that each start theirs."""
-    for name in ("02_checkpointing_with_trainer", "04_local_sgd"):
-        shutil.copy(ROOT / edition_paths(name)["solution"], tmp_path / f"{name}.ipynb")
+    Two lessons stand for the rest, each under one way of capping memory: 02's checks fine-tune with
+    `Trainer` in the kernel's own thread pool, 04's fork worker processes that each start theirs."""
+    shutil.copy(ROOT / edition_paths(name)["solution"], tmp_path / f"{name}.ipynb")
     limits = sandbox.Limits(threads=32, cgroup=memory == "cgroup")
     results = grade.grade([str(tmp_path)], tmp_path / "out", limits=limits)
     for result in results:
