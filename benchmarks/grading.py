@@ -70,7 +70,9 @@ def bench_grading(learners: int = 30, repeats: int = 3) -> dict:
         results = grade.grade([str(temp / "class")], temp / "out", progress=True)
         class_seconds = time.perf_counter() - start
         one = temp / "one.ipynb"
-        one.write_text(json.dumps(submission("01_checkpointing_first_principles", "solved")), encoding="utf-8")
+        one.write_text(
+            json.dumps(submission("01_checkpointing_first_principles", "solved")), encoding="utf-8"
+        )
         singles = []
         for attempt in range(repeats):
             start = time.perf_counter()
@@ -84,10 +86,14 @@ def bench_grading(learners: int = 30, repeats: int = 3) -> dict:
         by_lesson[result.lesson or "unknown"].append(result.seconds)
         earned[kinds[result.file]].append(result.total / result.possible if result.possible else 0.0)
     return {
-        "notebooks": len(results), "learners": learners, "class_s": class_seconds,
-        "per_notebook_s": class_seconds / len(results), "statuses": dict(statuses),
+        "notebooks": len(results),
+        "learners": learners,
+        "class_s": class_seconds,
+        "per_notebook_s": class_seconds / len(results),
+        "statuses": dict(statuses),
         "lesson_mean_s": {name: statistics.mean(times) for name, times in sorted(by_lesson.items())},
         "share_of_points": {kind: statistics.mean(values) for kind, values in earned.items()},
-        "one_lesson01_s": statistics.median(singles), "one_lesson01_runs": singles,
+        "one_lesson01_s": statistics.median(singles),
+        "one_lesson01_runs": singles,
         "peak_memory_mb": max(result.peak_memory_mb for result in results),
     }

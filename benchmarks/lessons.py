@@ -82,8 +82,9 @@ def run_all(path: Path, timeout: float = 600) -> dict:
     """Execute every code cell of the notebook at `path` in a fresh kernel; see the module doc."""
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell(PEAK_PROBE))
-    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
     code_cells = [(index, cell) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     asked = time.perf_counter()
     with client.setup_kernel():
@@ -97,7 +98,9 @@ def run_all(path: Path, timeout: float = 600) -> dict:
             for index, cell in code_cells[:-1]:
                 began = time.perf_counter()
                 client.execute_cell(cell, index)
-                cell_seconds.append((time.perf_counter() - began, index, cell.source.strip().splitlines()[0][:60]))
+                cell_seconds.append(
+                    (time.perf_counter() - began, index, cell.source.strip().splitlines()[0][:60])
+                )
                 if first_output_s is None:
                     first_output_s = time.perf_counter() - asked
             run_all_s = time.perf_counter() - start
@@ -105,13 +108,24 @@ def run_all(path: Path, timeout: float = 600) -> dict:
             tree_peak = sampler.stop()
         index, probe = code_cells[-1]
         client.execute_cell(probe, index)
-    errors = [f"{output.get('ename')}: {output.get('evalue')}" for _, cell in code_cells
-              for output in cell.get("outputs", []) if output.get("output_type") == "error"]
+    errors = [
+        f"{output.get('ename')}: {output.get('evalue')}"
+        for _, cell in code_cells
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "error"
+    ]
     if errors:
         raise RuntimeError(f"{path.name} raised while running: {errors[0]}")
     text = "".join(output.get("text", "") for output in probe.outputs if output.get("name") == "stdout")
     peaks = json.loads(text.split("EFFITRAIN-PEAK ", 1)[1])
-    slowest = [{"cell": index, "starts": line, "s": round(seconds, 2)}
-               for seconds, index, line in sorted(cell_seconds, reverse=True)[:5]]
-    return {"run_all_s": run_all_s, "first_output_s": first_output_s, "tree_peak_pss": tree_peak, **peaks,
-            "slowest_cells": slowest}
+    slowest = [
+        {"cell": index, "starts": line, "s": round(seconds, 2)}
+        for seconds, index, line in sorted(cell_seconds, reverse=True)[:5]
+    ]
+    return {
+        "run_all_s": run_all_s,
+        "first_output_s": first_output_s,
+        "tree_peak_pss": tree_peak,
+        **peaks,
+        "slowest_cells": slowest,
+    }

@@ -31,8 +31,13 @@ GOAL_TOTAL_S = 280.0  # seven lessons (00-06), 40 s each on average
 THRESHOLD = 0.20
 PARTS = ("lessons", "techniques", "plan", "startup", "grading")
 # The keys of RESULTS.json each part writes (for --merge).
-PART_KEYS = {"lessons": ("lessons", "lessons_total_s"), "techniques": ("activations", "segments", "local_sgd", "diloco"),
-             "plan": ("plan",), "startup": ("imports",), "grading": ("grading",)}
+PART_KEYS = {
+    "lessons": ("lessons", "lessons_total_s"),
+    "techniques": ("activations", "segments", "local_sgd", "diloco"),
+    "plan": ("plan",),
+    "startup": ("imports",),
+    "grading": ("grading",),
+}
 EDITIONS = {"learner": ROOT / "notebooks", "solution": ROOT / "notebooks" / "solutions"}
 
 
@@ -50,8 +55,12 @@ def machine() -> dict:
     except OSError:
         pass
     return {
-        "cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
-        "python": platform.python_version(), "torch": torch.__version__, "transformers": transformers.__version__,
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
         "cuda": torch.cuda.is_available(),
     }
 
@@ -68,17 +77,24 @@ def bench_lessons(repeats: int, only: list[str] | None) -> list[dict]:
             for attempt in range(repeats):
                 result = run_all(path)
                 runs.append(result)
-                print(f"  {edition:8} {path.stem:40} run {attempt + 1}: {result['run_all_s']:.1f} s, "
-                      f"kernel peak {result['kernel_peak_rss'] / 2**20:.0f} MiB, "
-                      f"tree peak {result['tree_peak_pss'] / 2**20:.0f} MiB", flush=True)
-            rows.append({
-                "lesson": path.stem, "edition": edition, "runs": runs,
-                "run_all_s": statistics.median(run["run_all_s"] for run in runs),
-                "first_output_s": statistics.median(run["first_output_s"] for run in runs),
-                "kernel_peak_rss": max(run["kernel_peak_rss"] for run in runs),
-                "children_peak_rss": max(run["children_peak_rss"] for run in runs),
-                "tree_peak_pss": max(run["tree_peak_pss"] for run in runs),
-            })
+                print(
+                    f"  {edition:8} {path.stem:40} run {attempt + 1}: {result['run_all_s']:.1f} s, "
+                    f"kernel peak {result['kernel_peak_rss'] / 2**20:.0f} MiB, "
+                    f"tree peak {result['tree_peak_pss'] / 2**20:.0f} MiB",
+                    flush=True,
+                )
+            rows.append(
+                {
+                    "lesson": path.stem,
+                    "edition": edition,
+                    "runs": runs,
+                    "run_all_s": statistics.median(run["run_all_s"] for run in runs),
+                    "first_output_s": statistics.median(run["first_output_s"] for run in runs),
+                    "kernel_peak_rss": max(run["kernel_peak_rss"] for run in runs),
+                    "children_peak_rss": max(run["children_peak_rss"] for run in runs),
+                    "tree_peak_pss": max(run["tree_peak_pss"] for run in runs),
+                }
+            )
     return rows
 
 
@@ -91,8 +107,14 @@ def figures(results: dict) -> dict[str, float]:
     for edition, total in results.get("lessons_total_s", {}).items():
         out[f"all lessons ({edition}) run_all_s"] = total
     for row in results.get("activations", []):
-        for key in ("saved_bytes", "saved_bytes_checkpointed", "layer_bytes", "layer_bytes_checkpointed",
-                    "flops_ratio", "time_ratio"):
+        for key in (
+            "saved_bytes",
+            "saved_bytes_checkpointed",
+            "layer_bytes",
+            "layer_bytes_checkpointed",
+            "flops_ratio",
+            "time_ratio",
+        ):
             out[f"{row['model']} {key}"] = row[key]
     segments = results.get("segments")
     if segments:
@@ -146,8 +168,9 @@ def _fmt(value: float) -> str:
 
 def table(header: list[str], rows) -> list[str]:
     """A markdown table's lines: the header, its rule, and one line per row (cells already formatted)."""
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(str(cell) for cell in row) + " |" for row in rows
+    ]
 
 
 def markdown(results: dict) -> str:
@@ -163,10 +186,14 @@ def markdown(results: dict) -> str:
     ]
     merged = results.get("merged")
     if merged:
-        lines[2] = lines[2].replace(f"in {results['seconds'] / 60:.1f} min", f"in {results['seconds'] / 60:.1f} min "
-                                    f"(parts rerun: {', '.join(merged['rerun'])})")
+        lines[2] = lines[2].replace(
+            f"in {results['seconds'] / 60:.1f} min",
+            f"in {results['seconds'] / 60:.1f} min (parts rerun: {', '.join(merged['rerun'])})",
+        )
         lines.insert(3, "")
-        lines.insert(4, f"Parts kept from the run of {merged['kept_from']}: {', '.join(merged['kept']) or 'none'}.")
+        lines.insert(
+            4, f"Parts kept from the run of {merged['kept_from']}: {', '.join(merged['kept']) or 'none'}."
+        )
     if results.get("lessons"):
         repeats = len(results["lessons"][0]["runs"])
         lines += [
@@ -188,16 +215,39 @@ def markdown(results: dict) -> str:
         for row in results["lessons"]:
             worst = max(row["kernel_peak_rss"], row["tree_peak_pss"])
             ok = row["run_all_s"] <= GOAL_LESSON_S and worst <= GOAL_LESSON_BYTES
-            rows.append([row["lesson"], row["edition"], f"{row['run_all_s']:.1f}",
-                         ", ".join(f"{run['run_all_s']:.1f}" for run in row["runs"]), f"{row['first_output_s']:.1f}",
-                         mib(row["kernel_peak_rss"]), mib(row["children_peak_rss"]) if row["children_peak_rss"] else "-",
-                         mib(row["tree_peak_pss"]), "meets" if ok else "**misses**"])
-        lines += table(["lesson", "edition", "Run All (s)", "runs (s)", "first output (s)", "kernel peak RSS",
-                        "workers' peak RSS", "whole-lesson peak PSS", "goal"], rows)
+            rows.append(
+                [
+                    row["lesson"],
+                    row["edition"],
+                    f"{row['run_all_s']:.1f}",
+                    ", ".join(f"{run['run_all_s']:.1f}" for run in row["runs"]),
+                    f"{row['first_output_s']:.1f}",
+                    mib(row["kernel_peak_rss"]),
+                    mib(row["children_peak_rss"]) if row["children_peak_rss"] else "-",
+                    mib(row["tree_peak_pss"]),
+                    "meets" if ok else "**misses**",
+                ]
+            )
+        lines += table(
+            [
+                "lesson",
+                "edition",
+                "Run All (s)",
+                "runs (s)",
+                "first output (s)",
+                "kernel peak RSS",
+                "workers' peak RSS",
+                "whole-lesson peak PSS",
+                "goal",
+            ],
+            rows,
+        )
         lines.append("")
         for edition, total in results["lessons_total_s"].items():
             verdict = "meets" if total <= GOAL_TOTAL_S else "**misses**"
-            lines.append(f"All lessons, {edition} edition: {total:.1f} s ({verdict} the {GOAL_TOTAL_S:.0f} s goal).")
+            lines.append(
+                f"All lessons, {edition} edition: {total:.1f} s ({verdict} the {GOAL_TOTAL_S:.0f} s goal)."
+            )
         lines.append("")
     if results.get("activations"):
         lines += [
@@ -212,18 +262,56 @@ def markdown(results: dict) -> str:
             "",
         ]
         lines += table(
-            ["model", "s, b", "saved, whole model", "with full checkpointing", "reduction", "per layer measured",
-             "per layer, formula", "ratio", "checkpointed layer measured", "formula", "ratio"],
-            [[row["model"], f"{row['s']}, {row['b']}", mib(row["saved_bytes"]), mib(row["saved_bytes_checkpointed"]),
-              f"{row['reduction']:.1%}", mib(row["layer_bytes"]), mib(row["layer_bytes_formula"]),
-              f"{row['layer_ratio']:.3f}", f"{row['layer_bytes_checkpointed'] / 1024:.1f} KiB",
-              f"{row['layer_bytes_checkpointed_formula'] / 1024:.1f} KiB", f"{row['layer_ratio_checkpointed']:.3f}"]
-             for row in results["activations"]])
+            [
+                "model",
+                "s, b",
+                "saved, whole model",
+                "with full checkpointing",
+                "reduction",
+                "per layer measured",
+                "per layer, formula",
+                "ratio",
+                "checkpointed layer measured",
+                "formula",
+                "ratio",
+            ],
+            [
+                [
+                    row["model"],
+                    f"{row['s']}, {row['b']}",
+                    mib(row["saved_bytes"]),
+                    mib(row["saved_bytes_checkpointed"]),
+                    f"{row['reduction']:.1%}",
+                    mib(row["layer_bytes"]),
+                    mib(row["layer_bytes_formula"]),
+                    f"{row['layer_ratio']:.3f}",
+                    f"{row['layer_bytes_checkpointed'] / 1024:.1f} KiB",
+                    f"{row['layer_bytes_checkpointed_formula'] / 1024:.1f} KiB",
+                    f"{row['layer_ratio_checkpointed']:.3f}",
+                ]
+                for row in results["activations"]
+            ],
+        )
         lines += ["", "### FLOPs and time with full checkpointing, against 4/3", ""]
         lines += table(
-            ["model", "FLOPs without", "FLOPs with", "FLOPs ratio (anchor 1.333)", "step time ratio on this CPU"],
-            [[row["model"], f"{row['flops'] / 1e9:.3f} GFLOP", f"{row['flops_checkpointed'] / 1e9:.3f} GFLOP",
-              f"{row['flops_ratio']:.4f}", f"{row['time_ratio']:.2f}"] for row in results["activations"]])
+            [
+                "model",
+                "FLOPs without",
+                "FLOPs with",
+                "FLOPs ratio (anchor 1.333)",
+                "step time ratio on this CPU",
+            ],
+            [
+                [
+                    row["model"],
+                    f"{row['flops'] / 1e9:.3f} GFLOP",
+                    f"{row['flops_checkpointed'] / 1e9:.3f} GFLOP",
+                    f"{row['flops_ratio']:.4f}",
+                    f"{row['time_ratio']:.2f}",
+                ]
+                for row in results["activations"]
+            ],
+        )
         lines.append("")
     if results.get("segments"):
         s = results["segments"]
@@ -237,7 +325,10 @@ def markdown(results: dict) -> str:
             + f"), for {s['flops_ratio_best']:.3f}x the FLOPs.",
             "",
         ]
-        lines += table(["k"] + [str(row["k"]) for row in s["rows"]], [["kept"] + [mib(row["kept_bytes"]) for row in s["rows"]]])
+        lines += table(
+            ["k"] + [str(row["k"]) for row in s["rows"]],
+            [["kept"] + [mib(row["kept_bytes"]) for row in s["rows"]]],
+        )
         lines.append("")
     if results.get("local_sgd"):
         lines += [
@@ -250,11 +341,30 @@ def markdown(results: dict) -> str:
             "",
         ]
         lines += table(
-            ["run", "synchronizations", "rule", "all-reduce calls", "MB sent", "bytes vs data parallel",
-             "validation loss", "s"],
-            [[row["run"], row["synchronizations"], row["expected"], row["allreduce_calls"], f"{row['megabytes']:.2f}",
-              f"{row['bytes_vs_dp']:.3f}", f"{row['eval_loss']:.4f}", f"{row['seconds']:.1f}"]
-             for row in results["local_sgd"]])
+            [
+                "run",
+                "synchronizations",
+                "rule",
+                "all-reduce calls",
+                "MB sent",
+                "bytes vs data parallel",
+                "validation loss",
+                "s",
+            ],
+            [
+                [
+                    row["run"],
+                    row["synchronizations"],
+                    row["expected"],
+                    row["allreduce_calls"],
+                    f"{row['megabytes']:.2f}",
+                    f"{row['bytes_vs_dp']:.3f}",
+                    f"{row['eval_loss']:.4f}",
+                    f"{row['seconds']:.1f}",
+                ]
+                for row in results["local_sgd"]
+            ],
+        )
         lines.append("")
     if results.get("diloco"):
         lines += [
@@ -269,18 +379,53 @@ def markdown(results: dict) -> str:
             "",
         ]
         lines += table(
-            ["run", "steps", "synchronizations", "rule", "all-reduce calls", "calls per sync", "MB sent",
-             "bytes per step vs data parallel", "ms in all-reduce per sync", "ms per step", "validation loss"],
-            [[row["run"], row["steps"], row["synchronizations"], row["expected"], row["allreduce_calls"],
-              f"{row['calls_per_sync']:.0f}", f"{row['megabytes']:.2f}", f"{row['bytes_per_step_vs_dp']:.4f}",
-              "-" if row["ms_per_sync"] != row["ms_per_sync"] else f"{row['ms_per_sync']:.2f}",
-              f"{row['ms_per_step']:.1f}", f"{row['eval_loss']:.4f}"] for row in results["diloco"]])
+            [
+                "run",
+                "steps",
+                "synchronizations",
+                "rule",
+                "all-reduce calls",
+                "calls per sync",
+                "MB sent",
+                "bytes per step vs data parallel",
+                "ms in all-reduce per sync",
+                "ms per step",
+                "validation loss",
+            ],
+            [
+                [
+                    row["run"],
+                    row["steps"],
+                    row["synchronizations"],
+                    row["expected"],
+                    row["allreduce_calls"],
+                    f"{row['calls_per_sync']:.0f}",
+                    f"{row['megabytes']:.2f}",
+                    f"{row['bytes_per_step_vs_dp']:.4f}",
+                    "-" if row["ms_per_sync"] != row["ms_per_sync"] else f"{row['ms_per_sync']:.2f}",
+                    f"{row['ms_per_step']:.1f}",
+                    f"{row['eval_loss']:.4f}",
+                ]
+                for row in results["diloco"]
+            ],
+        )
         lines.append("")
     if results.get("imports"):
-        lines += ["## 3. Start-up", "", "Fresh interpreter, median of 3 (the interpreter's own start included).", ""]
-        lines += table(["import", "s"], [[f"`{label}`", f"{seconds:.2f}"] for label, seconds in results["imports"].items()])
+        lines += [
+            "## 3. Start-up",
+            "",
+            "Fresh interpreter, median of 3 (the interpreter's own start included).",
+            "",
+        ]
+        lines += table(
+            ["import", "s"],
+            [[f"`{label}`", f"{seconds:.2f}"] for label, seconds in results["imports"].items()],
+        )
         if results.get("lessons"):
-            lines += ["", "Time to the first cell's output in a fresh kernel is the *first output* column of section 1."]
+            lines += [
+                "",
+                "Time to the first cell's output in a fresh kernel is the *first output* column of section 1.",
+            ]
         lines.append("")
     if results.get("grading"):
         from grading import GOAL_CLASS_S, GOAL_ONE_S
@@ -298,22 +443,33 @@ def markdown(results: dict) -> str:
             "",
             f"- the class: **{g['class_s'] / 60:.1f} min** ({g['per_notebook_s']:.1f} s per notebook; "
             f"{'meets' if class_ok else '**misses**'} the {GOAL_CLASS_S / 60:.0f}-minute goal); statuses: "
-            + ", ".join(f"{count} {status}" for status, count in sorted(g["statuses"].items())) + ";",
+            + ", ".join(f"{count} {status}" for status, count in sorted(g["statuses"].items()))
+            + ";",
             f"- one solved lesson-01 submission on its own: **{g['one_lesson01_s']:.1f} s**, median of "
             f"{len(g['one_lesson01_runs'])} ({', '.join(f'{t:.1f}' for t in g['one_lesson01_runs'])} s; "
             f"{'meets' if one_ok else '**misses**'} the {GOAL_ONE_S:.0f} s goal);",
             f"- largest memory of one submission: {g['peak_memory_mb']:.0f} MiB (the cap is 3072 MiB).",
             "",
         ]
-        lines += table(["lesson", "mean s per submission"], [[name, f"{s:.1f}"] for name, s in g["lesson_mean_s"].items()])
-        lines += ["", "Share of the points each kind earned (a check that the class is graded as written):", ""]
-        lines += table(["kind", "share of points"], [[kind, f"{share:.0%}"] for kind, share in g["share_of_points"].items()])
+        lines += table(
+            ["lesson", "mean s per submission"],
+            [[name, f"{s:.1f}"] for name, s in g["lesson_mean_s"].items()],
+        )
+        lines += [
+            "",
+            "Share of the points each kind earned (a check that the class is graded as written):",
+            "",
+        ]
+        lines += table(
+            ["kind", "share of points"],
+            [[kind, f"{share:.0%}"] for kind, share in g["share_of_points"].items()],
+        )
         lines.append("")
     if results.get("plan"):
         lines += [
             "## 5. The planner (`effitrain plan`, lesson 6) against measurement",
             "",
-            "`effitrain_lessons.plan.estimate(..., device=\"cpu\")` against the bytes saved for backward, measured as "
+            '`effitrain_lessons.plan.estimate(..., device="cpu")` against the bytes saved for backward, measured as '
             "lesson 1 measures them (saved-tensor hooks, each storage once), for real widths at a few layers, fp32, "
             "dropout as the config has it, with and without full checkpointing, eager and SDPA attention. Goal: "
             "within 10 %. Parameters, gradients and AdamW state: the estimate against the tensors counted after one "
@@ -321,36 +477,80 @@ def markdown(results: dict) -> str:
             "",
         ]
         lines += table(
-            ["model", "s, b", "attention", "checkpointing", "measured", "estimated", "ratio", "within 10 %",
-             "states measured", "states estimated"],
-            [[row["model"], f"{row['s']}, {row['b']}", row["attention"], "on" if row["checkpointing"] else "off",
-              mib(row["activations_measured"]), mib(row["activations_estimated"]), f"{row['ratio']:.3f}",
-              "yes" if abs(row["ratio"] - 1) <= 0.10 else "**no**",
-              f"{row['states_measured']:,} B" if "states_measured" in row else "",
-              (f"{row['states_estimated']:,} B" + ("" if row["states_estimated"] == row["states_measured"] else " **differs**"))
-              if "states_measured" in row else ""] for row in results["plan"]])
+            [
+                "model",
+                "s, b",
+                "attention",
+                "checkpointing",
+                "measured",
+                "estimated",
+                "ratio",
+                "within 10 %",
+                "states measured",
+                "states estimated",
+            ],
+            [
+                [
+                    row["model"],
+                    f"{row['s']}, {row['b']}",
+                    row["attention"],
+                    "on" if row["checkpointing"] else "off",
+                    mib(row["activations_measured"]),
+                    mib(row["activations_estimated"]),
+                    f"{row['ratio']:.3f}",
+                    "yes" if abs(row["ratio"] - 1) <= 0.10 else "**no**",
+                    f"{row['states_measured']:,} B" if "states_measured" in row else "",
+                    (
+                        f"{row['states_estimated']:,} B"
+                        + ("" if row["states_estimated"] == row["states_measured"] else " **differs**")
+                    )
+                    if "states_measured" in row
+                    else "",
+                ]
+                for row in results["plan"]
+            ],
+        )
         lines.append("")
     lines += [f"## {6 if results.get('plan') else 5}. Against the previous results", ""]
     previous = results.get("previous")
     if previous is None:
         lines.append("No earlier RESULTS.json to compare with.")
     elif not results["moved"]:
-        lines.append(f"Compared with the results of {previous}: no figure moved by more than {THRESHOLD:.0%}.")
+        lines.append(
+            f"Compared with the results of {previous}: no figure moved by more than {THRESHOLD:.0%}."
+        )
     else:
-        lines += [f"Compared with the results of {previous}, these figures moved by more than {THRESHOLD:.0%}:", ""]
-        lines += table(["figure", "before", "after", "change"],
-                       [[m["figure"], _fmt(m["before"]), _fmt(m["after"]), f"{m['change']:+.0%}"] for m in results["moved"]])
+        lines += [
+            f"Compared with the results of {previous}, these figures moved by more than {THRESHOLD:.0%}:",
+            "",
+        ]
+        lines += table(
+            ["figure", "before", "after", "change"],
+            [
+                [m["figure"], _fmt(m["before"]), _fmt(m["after"]), f"{m['change']:+.0%}"]
+                for m in results["moved"]
+            ],
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=3, help="Run All runs per lesson edition (median taken)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="Run All runs per lesson edition (median taken)"
+    )
     parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts to run")
     parser.add_argument("--lessons", nargs="*", help="lesson number prefixes, e.g. 02 04 (default: all)")
-    parser.add_argument("--no-write", action="store_true", help="print the report instead of writing RESULTS.*")
-    parser.add_argument("--merge", action="store_true",
-                        help="keep the parts not rerun from the RESULTS.json there (the report says which are whose)")
+    parser.add_argument(
+        "--no-write", action="store_true", help="print the report instead of writing RESULTS.*"
+    )
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the parts not rerun from the RESULTS.json there (the report says which are whose)",
+    )
     args = parser.parse_args(argv)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1.")
@@ -405,8 +605,12 @@ def main(argv: list[str] | None = None) -> int:
             for key in PART_KEYS[part]:
                 if key in old:
                     results[key] = old[key]
-        results["merged"] = {"rerun": sorted(parts), "kept": kept, "kept_from": old.get("merged", {}).get(
-            "kept_from", old.get("date")), "seconds_kept": old.get("seconds", 0.0)}
+        results["merged"] = {
+            "rerun": sorted(parts),
+            "kept": kept,
+            "kept_from": old.get("merged", {}).get("kept_from", old.get("date")),
+            "seconds_kept": old.get("seconds", 0.0),
+        }
     new_figures = figures(results)
     results["figures"] = new_figures
     if json_path.exists():

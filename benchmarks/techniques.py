@@ -20,16 +20,30 @@ from __future__ import annotations
 import torch
 
 from effitrain_lessons.memory import measure_step
-from effitrain_lessons.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
 from effitrain_lessons.models import tiny_bert
+from effitrain_lessons.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
 
 # (name, config overrides, micro-batch, sequence length); fp32 on the CPU, dropout on (its masks
 # are part of Korthikanti's count).
 SHAPES = [
-    ("tiny BERT (4 layers, h=64, a=4)", dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
-                                            intermediate_size=256), 8, 32),
-    ("BERT-base shape (12 layers, h=768, a=12)", dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
-                                                      intermediate_size=3072, vocab_size=30522), 8, 128),
+    (
+        "tiny BERT (4 layers, h=64, a=4)",
+        dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=256),
+        8,
+        32,
+    ),
+    (
+        "BERT-base shape (12 layers, h=768, a=12)",
+        dict(
+            hidden_size=768,
+            num_hidden_layers=12,
+            num_attention_heads=12,
+            intermediate_size=3072,
+            vocab_size=30522,
+        ),
+        8,
+        128,
+    ),
 ]
 
 
@@ -55,7 +69,11 @@ def _measure(overrides: dict, layers: int, batch: int, seq: int, checkpointing: 
 def activation_anchors() -> list[dict]:
     rows = []
     for name, overrides, batch, seq in SHAPES:
-        layers, h, a = overrides["num_hidden_layers"], overrides["hidden_size"], overrides["num_attention_heads"]
+        layers, h, a = (
+            overrides["num_hidden_layers"],
+            overrides["hidden_size"],
+            overrides["num_attention_heads"],
+        )
         half = layers // 2
         full, full_half = (_measure(overrides, n, batch, seq, False) for n in (layers, half))
         ckpt, ckpt_half = (_measure(overrides, n, batch, seq, True) for n in (layers, half))
@@ -63,16 +81,31 @@ def activation_anchors() -> list[dict]:
         per_layer_ckpt = (ckpt.saved_bytes - ckpt_half.saved_bytes) / (layers - half)
         formula = 2 * korthikanti_layer_bytes(seq, batch, h, a)  # fp32: twice the 16-bit formula
         formula_ckpt = 2 * korthikanti_checkpointed_layer_bytes(seq, batch, h)
-        rows.append({
-            "model": name, "s": seq, "b": batch, "h": h, "a": a, "layers": layers,
-            "saved_bytes": full.saved_bytes, "saved_bytes_checkpointed": ckpt.saved_bytes,
-            "reduction": 1 - ckpt.saved_bytes / full.saved_bytes,
-            "layer_bytes": per_layer, "layer_bytes_formula": formula, "layer_ratio": per_layer / formula,
-            "layer_bytes_checkpointed": per_layer_ckpt, "layer_bytes_checkpointed_formula": formula_ckpt,
-            "layer_ratio_checkpointed": per_layer_ckpt / formula_ckpt,
-            "flops": full.flops, "flops_checkpointed": ckpt.flops, "flops_ratio": ckpt.flops / full.flops,
-            "step_s": full.seconds, "step_s_checkpointed": ckpt.seconds, "time_ratio": ckpt.seconds / full.seconds,
-        })
+        rows.append(
+            {
+                "model": name,
+                "s": seq,
+                "b": batch,
+                "h": h,
+                "a": a,
+                "layers": layers,
+                "saved_bytes": full.saved_bytes,
+                "saved_bytes_checkpointed": ckpt.saved_bytes,
+                "reduction": 1 - ckpt.saved_bytes / full.saved_bytes,
+                "layer_bytes": per_layer,
+                "layer_bytes_formula": formula,
+                "layer_ratio": per_layer / formula,
+                "layer_bytes_checkpointed": per_layer_ckpt,
+                "layer_bytes_checkpointed_formula": formula_ckpt,
+                "layer_ratio_checkpointed": per_layer_ckpt / formula_ckpt,
+                "flops": full.flops,
+                "flops_checkpointed": ckpt.flops,
+                "flops_ratio": ckpt.flops / full.flops,
+                "step_s": full.seconds,
+                "step_s_checkpointed": ckpt.seconds,
+                "time_ratio": ckpt.seconds / full.seconds,
+            }
+        )
     return rows
 
 
@@ -85,8 +118,11 @@ def segment_anchor() -> dict:
     best = sweep.row(sweep.best_k)
     nearest = min(sweep.ks, key=lambda k: abs(k - sweep.sqrt_n))
     return {
-        "n_blocks": sweep.n_blocks, "sqrt_n": sweep.sqrt_n, "best_k": sweep.best_k,
-        "kept_bytes_best": best.kept_bytes, "kept_bytes_at_sqrt_n": sweep.row(nearest).kept_bytes,
+        "n_blocks": sweep.n_blocks,
+        "sqrt_n": sweep.sqrt_n,
+        "best_k": sweep.best_k,
+        "kept_bytes_best": best.kept_bytes,
+        "kept_bytes_at_sqrt_n": sweep.row(nearest).kept_bytes,
         "kept_bytes_k1": sweep.row(1).kept_bytes if 1 in sweep.ks else None,
         "flops_ratio_best": sweep.flops_ratio(sweep.best_k),
         "rows": [{"k": row.k, "kept_bytes": row.kept_bytes, "flops": row.flops} for row in sweep.rows],
@@ -96,8 +132,8 @@ def segment_anchor() -> dict:
 def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) -> list[dict]:
     """Lesson 4's setting (1-layer tiny BERT, 112 micro-batches of 16 per process, 2 processes):
     data parallel and Local SGD for K in {1, 2, 4, 8, 16}, all for the same number of steps."""
-    from effitrain_lessons.lesson_code.lesson_04 import train
     from effitrain_lessons.distributed_runs import RunConfig, launch, summary
+    from effitrain_lessons.lesson_code.lesson_04 import train
 
     configs = [RunConfig(mode="ddp", steps=steps, layers=layers)]
     configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
@@ -105,8 +141,22 @@ def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) 
     rows = []
     for config, reports in zip(configs, runs):
         row = summary(reports)
-        rows.append({key: row[key] for key in ("run", "k", "steps", "synchronizations", "expected", "allreduce_calls",
-                                                "megabytes", "eval_loss", "seconds")})
+        rows.append(
+            {
+                key: row[key]
+                for key in (
+                    "run",
+                    "k",
+                    "steps",
+                    "synchronizations",
+                    "expected",
+                    "allreduce_calls",
+                    "megabytes",
+                    "eval_loss",
+                    "seconds",
+                )
+            }
+        )
     base = rows[0]
     for row in rows:
         row["bytes_vs_dp"] = row["megabytes"] / base["megabytes"]
@@ -114,31 +164,59 @@ def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) 
     return rows
 
 
-
-def diloco_anchor(steps: int = 128, hs: tuple[int, ...] = (8, 32), layers: int = 1, num_processes: int = 2) -> list[dict]:
+def diloco_anchor(
+    steps: int = 128, hs: tuple[int, ...] = (8, 32), layers: int = 1, num_processes: int = 2
+) -> list[dict]:
     """Lesson 5's setting (1-layer tiny BERT, 128 micro-batches of 16 per process, 2 processes): data
     parallel (two seeds), Local SGD (lesson 4's loop) and DiLoCo (lesson 5's, outer SGD lr 0.7 with
     Nesterov momentum 0.9) at each H, and H = 1 (lr 1, no momentum) with one call per tensor and with
     one flat buffer, over 32 steps."""
     from effitrain_lessons.diloco import DiLoCoConfig, row
+    from effitrain_lessons.distributed_runs import RunConfig, launch
     from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
     from effitrain_lessons.lesson_code.lesson_05 import train
-    from effitrain_lessons.distributed_runs import RunConfig, launch
 
-    plan = [(DiLoCoConfig(mode="ddp", steps=steps, layers=layers), train),
-            (DiLoCoConfig(mode="ddp", steps=steps, layers=layers, seed=1), train)]
+    plan = [
+        (DiLoCoConfig(mode="ddp", steps=steps, layers=layers), train),
+        (DiLoCoConfig(mode="ddp", steps=steps, layers=layers, seed=1), train),
+    ]
     for h in hs:
-        plan += [(RunConfig(mode="local_sgd", k=h, steps=steps, layers=layers), local_sgd_train),
-                 (DiLoCoConfig(h=h, steps=steps, layers=layers), train)]
-    plan += [(DiLoCoConfig(h=1, outer_lr=1.0, outer_momentum=0.0, bucketed=bucketed, steps=32, layers=layers), train)
-             for bucketed in (False, True)]
-    runs = launch([config for config, _ in plan], [loop for _, loop in plan], num_processes=num_processes, timeout=900)
+        plan += [
+            (RunConfig(mode="local_sgd", k=h, steps=steps, layers=layers), local_sgd_train),
+            (DiLoCoConfig(h=h, steps=steps, layers=layers), train),
+        ]
+    plan += [
+        (
+            DiLoCoConfig(h=1, outer_lr=1.0, outer_momentum=0.0, bucketed=bucketed, steps=32, layers=layers),
+            train,
+        )
+        for bucketed in (False, True)
+    ]
+    runs = launch(
+        [config for config, _ in plan], [loop for _, loop in plan], num_processes=num_processes, timeout=900
+    )
     rows = []
     for reports in runs:
         measured = row(reports)
-        rows.append({key: measured[key] for key in (
-            "run", "steps", "synchronizations", "expected", "allreduce_calls", "calls_per_sync", "megabytes",
-            "kilobytes_per_sync", "ms_per_sync", "ms_per_step", "eval_loss", "seconds")})
+        rows.append(
+            {
+                key: measured[key]
+                for key in (
+                    "run",
+                    "steps",
+                    "synchronizations",
+                    "expected",
+                    "allreduce_calls",
+                    "calls_per_sync",
+                    "megabytes",
+                    "kilobytes_per_sync",
+                    "ms_per_sync",
+                    "ms_per_step",
+                    "eval_loss",
+                    "seconds",
+                )
+            }
+        )
     per_step = rows[0]["megabytes"] / rows[0]["steps"]
     for measured in rows:
         measured["bytes_per_step_vs_dp"] = (measured["megabytes"] / measured["steps"]) / per_step
@@ -152,9 +230,21 @@ PLAN_SHAPES = [
     ("BERT-base shape, 4 layers", "bert-base-uncased", dict(num_hidden_layers=4), 2, 256),
     ("GPT-2 small shape, 2 layers", "gpt2", dict(n_layer=2), 2, 256),
     ("GPT-2 small shape, 4 layers", "gpt2", dict(n_layer=4), 1, 512),
-    ("Llama-3.2-1B shape, 1 layer, h=512", "llama-3.2-1b-shaped",
-     dict(num_hidden_layers=1, hidden_size=512, intermediate_size=2048, num_attention_heads=8, num_key_value_heads=2,
-          head_dim=64, vocab_size=32000), 2, 256),
+    (
+        "Llama-3.2-1B shape, 1 layer, h=512",
+        "llama-3.2-1b-shaped",
+        dict(
+            num_hidden_layers=1,
+            hidden_size=512,
+            intermediate_size=2048,
+            num_attention_heads=8,
+            num_key_value_heads=2,
+            head_dim=64,
+            vocab_size=32000,
+        ),
+        2,
+        256,
+    ),
 ]
 
 
@@ -162,8 +252,11 @@ def _plan_inputs(model, batch: int, seq: int) -> dict:
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=generator)
     if model.config.model_type == "bert":
-        return {"input_ids": ids, "attention_mask": torch.ones(batch, seq, dtype=torch.long),
-                "labels": torch.randint(0, 2, (batch,), generator=generator)}
+        return {
+            "input_ids": ids,
+            "attention_mask": torch.ones(batch, seq, dtype=torch.long),
+            "labels": torch.randint(0, 2, (batch,), generator=generator),
+        }
     return {"input_ids": ids, "labels": ids}
 
 
@@ -183,19 +276,28 @@ def plan_anchor() -> list[dict]:
                 if checkpointing:
                     model.gradient_checkpointing_enable()
                 inputs = _plan_inputs(model, batch, seq)
-                settings = dict(batch=batch, seq=seq, attention=attention, checkpointing=checkpointing, device="cpu")
+                settings = dict(
+                    batch=batch, seq=seq, attention=attention, checkpointing=checkpointing, device="cpu"
+                )
                 predicted = plan.estimate(config, **settings)
                 with record_saved_tensors(model) as log:
                     model(**inputs)
-                row = {"model": name, "b": batch, "s": seq, "attention": attention, "checkpointing": checkpointing,
-                       "activations_measured": log.total_bytes,
-                       "activations_estimated": predicted.bytes_of("activations"),
-                       "ratio": predicted.bytes_of("activations") / log.total_bytes}
+                row = {
+                    "model": name,
+                    "b": batch,
+                    "s": seq,
+                    "attention": attention,
+                    "checkpointing": checkpointing,
+                    "activations_measured": log.total_bytes,
+                    "activations_estimated": predicted.bytes_of("activations"),
+                    "ratio": predicted.bytes_of("activations") / log.total_bytes,
+                }
                 if attention == "sdpa" and not checkpointing:
                     states = training_memory(model, inputs)
                     row["states_measured"] = states.parameters + states.gradients + states.optimizer_state
-                    row["states_estimated"] = sum(predicted.bytes_of(line) for line in
-                                                  ("parameters", "gradients", "optimizer state"))
+                    row["states_estimated"] = sum(
+                        predicted.bytes_of(line) for line in ("parameters", "gradients", "optimizer state")
+                    )
                 rows.append(row)
                 del model
     return rows

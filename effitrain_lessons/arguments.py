@@ -13,8 +13,9 @@ def whole_numbers(**values: object) -> None:
     """
     for name, value in values.items():
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(phrase("{name} must be a whole number of at least 1, got {value!r}.",
-                                    name=name, value=value))
+            raise ValueError(
+                phrase("{name} must be a whole number of at least 1, got {value!r}.", name=name, value=value)
+            )
 
 
 def command_line(config_class, argv=None, **parser_options):
@@ -47,7 +48,15 @@ def add_fields(parser, config_class) -> None:
         option = "--" + field.name.replace("_", "-")
         help_text = field.metadata.get("help", "")
         if allowed[0] is bool:
-            parser.add_argument(option, action=argparse.BooleanOptionalAction, default=default, help=help_text)
+            parser.add_argument(
+                option, action=argparse.BooleanOptionalAction, default=default, help=help_text
+            )
         else:
-            parser.add_argument(option, type=allowed[0], default=default, choices=field.metadata.get("choices"),
-                                help=f"{help_text} (default: {default})".strip(), metavar=field.name.upper())
+            parser.add_argument(
+                option,
+                type=allowed[0],
+                default=default,
+                choices=field.metadata.get("choices"),
+                help=f"{help_text} (default: {default})".strip(),
+                metavar=field.name.upper(),
+            )

@@ -108,9 +108,13 @@ def keep_ops_policy(ops: Iterable) -> Callable:
     kept = frozenset(ops)
     for op in kept:
         if isinstance(op, torch._ops.OpOverloadPacket):
-            raise TypeError(phrase("{op} names a family of overloads: pass one of them, e.g. {op}.default.", op=op))
+            raise TypeError(
+                phrase("{op} names a family of overloads: pass one of them, e.g. {op}.default.", op=op)
+            )
         if not isinstance(op, torch._ops.OpOverload):
-            raise TypeError(phrase("keep_ops_policy needs ops such as torch.ops.aten.mm.default, got {op!r}.", op=op))
+            raise TypeError(
+                phrase("keep_ops_policy needs ops such as torch.ops.aten.mm.default, got {op!r}.", op=op)
+            )
 
     def policy(ctx, op, *args, **kwargs) -> CheckpointPolicy:
         return CheckpointPolicy.MUST_SAVE if op in kept else CheckpointPolicy.PREFER_RECOMPUTE
@@ -137,7 +141,9 @@ def log_policy(policy: Callable) -> tuple[Callable, PolicyLog]:
     cache holds exactly those outputs. Returns the wrapped policy and its log. Used by lesson 1.
     """
     if not callable(policy):
-        raise TypeError(_("log_policy needs a policy function (ctx, op, *args, **kwargs) -> CheckpointPolicy."))
+        raise TypeError(
+            _("log_policy needs a policy function (ctx, op, *args, **kwargs) -> CheckpointPolicy.")
+        )
     log = PolicyLog()
 
     def logged(ctx, op, *args, **kwargs):
@@ -147,7 +153,9 @@ def log_policy(policy: Callable) -> tuple[Callable, PolicyLog]:
         if answer in (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE):
             for tensor in tree_flatten(ctx.op_output)[0]:
                 if isinstance(tensor, torch.Tensor):
-                    log.kept.append((tracing.op_name(op), tuple(tensor.shape), tensor.untyped_storage().nbytes()))
+                    log.kept.append(
+                        (tracing.op_name(op), tuple(tensor.shape), tensor.untyped_storage().nbytes())
+                    )
         return answer
 
     return logged, log
@@ -177,7 +185,9 @@ def two_matmuls(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Te
     return torch.relu(x @ w1) @ w2
 
 
-def two_matmuls_inputs(batch: int = 32, width: int = 64, hidden: int = 128, seed: int = 0) -> dict[str, torch.Tensor]:
+def two_matmuls_inputs(
+    batch: int = 32, width: int = 64, hidden: int = 128, seed: int = 0
+) -> dict[str, torch.Tensor]:
     """x (batch x width), w1 (width x hidden) and w2 (hidden x width) for `two_matmuls`; w1, w2 require grad."""
     whole_numbers(batch=batch, width=width, hidden=hidden)
     generator = torch.Generator().manual_seed(seed)
@@ -198,7 +208,9 @@ def mlp_block(width: int = 64, hidden: int = 256, seed: int = 0) -> torch.nn.Seq
     whole_numbers(width=width, hidden=hidden)
     with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state untouched
         torch.manual_seed(seed)
-        return torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, width))
+        return torch.nn.Sequential(
+            torch.nn.Linear(width, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, width)
+        )
 
 
 def deep_stack(n_blocks: int = 36, width: int = 256, seed: int = 0) -> torch.nn.Sequential:
@@ -274,17 +286,36 @@ class SegmentSweep(ShowsAsTable):
     def describe(self, k: int) -> str:
         """One line of numbers for k, e.g. for the explorer's title."""
         row = self.row(k)
-        return phrase("k = {k}: keeps {size} ({share:.0%} of k = 1), FLOPs x{flops:.3f}, time x{seconds:.2f}",
-                      k=k, size=format_bytes(row.kept_bytes), share=self.memory_ratio(k),
-                      flops=self.flops_ratio(k), seconds=self.seconds_ratio(k))
+        return phrase(
+            "k = {k}: keeps {size} ({share:.0%} of k = 1), FLOPs x{flops:.3f}, time x{seconds:.2f}",
+            k=k,
+            size=format_bytes(row.kept_bytes),
+            share=self.memory_ratio(k),
+            flops=self.flops_ratio(k),
+            seconds=self.seconds_ratio(k),
+        )
 
     def table(self) -> Table:
         """Every measured k, relative to k = 1, and which k kept the least against sqrt(n)."""
-        rows = [(k, format_bytes(self.row(k).kept_bytes), f"{self.memory_ratio(k):.0%}", f"x{self.flops_ratio(k):.3f}",
-                 f"x{self.seconds_ratio(k):.2f}") for k in self.ks]
-        notes = [phrase("least memory at k = {k}; sqrt(n) = {sqrt_n:g} for n = {n} blocks",
-                        k=self.best_k, sqrt_n=self.sqrt_n, n=self.n_blocks),
-                 _("FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps")]
+        rows = [
+            (
+                k,
+                format_bytes(self.row(k).kept_bytes),
+                f"{self.memory_ratio(k):.0%}",
+                f"x{self.flops_ratio(k):.3f}",
+                f"x{self.seconds_ratio(k):.2f}",
+            )
+            for k in self.ks
+        ]
+        notes = [
+            phrase(
+                "least memory at k = {k}; sqrt(n) = {sqrt_n:g} for n = {n} blocks",
+                k=self.best_k,
+                sqrt_n=self.sqrt_n,
+                n=self.n_blocks,
+            ),
+            _("FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps"),
+        ]
         return Table(["segments k", "kept for backward", "of k = 1", "FLOPs", "time"], rows, notes=notes)
 
 
@@ -323,8 +354,13 @@ def sweep_segments(
     n = len(stack)
     segments = sorted(set(divisors(n) if segments is None else segments) | {1})
     if segments[0] < 1 or segments[-1] > n:
-        raise ValueError(phrase("Segment counts must be between 1 and the number of blocks ({n}), got {segments}.",
-                                n=n, segments=segments))
+        raise ValueError(
+            phrase(
+                "Segment counts must be between 1 and the number of blocks ({n}), got {segments}.",
+                n=n,
+                segments=segments,
+            )
+        )
     whole_numbers(repeats=repeats)
 
     def segmented(k: int) -> Callable:
@@ -342,9 +378,13 @@ def sweep_segments(
                 segmented(k)(x).sum().backward()
                 synchronize(x.device)
                 seconds.append(time.perf_counter() - start)
-            rows.append(SegmentsRow(k=k, kept_bytes=trace.kept_bytes, flops=trace.flops, seconds=min(seconds)))
+            rows.append(
+                SegmentsRow(k=k, kept_bytes=trace.kept_bytes, flops=trace.flops, seconds=min(seconds))
+            )
     stack.zero_grad(set_to_none=True)
-    return SegmentSweep(n_blocks=n, unit_bytes=x.shape[0] * _width_out(stack) * x.element_size(), rows=tuple(rows))
+    return SegmentSweep(
+        n_blocks=n, unit_bytes=x.shape[0] * _width_out(stack) * x.element_size(), rows=tuple(rows)
+    )
 
 
 @contextmanager
@@ -364,5 +404,3 @@ def _one_cpu_thread(device: torch.device) -> Iterator[None]:
 
 def _width_out(stack: torch.nn.Sequential) -> int:
     return [m for m in stack.modules() if isinstance(m, torch.nn.Linear)][-1].out_features
-
-

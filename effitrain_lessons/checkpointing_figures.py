@@ -38,7 +38,9 @@ def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str |
     """Stacked bars, one per measured setting, of what training holds: parameters, gradients,
     optimizer state and activations (the part checkpointing targets)."""
     if not breakdowns:
-        raise ValueError(_("plot_memory_breakdown needs at least one measured TrainingMemory, e.g. {'batch 8': ...}."))
+        raise ValueError(
+            _("plot_memory_breakdown needs at least one measured TrainingMemory, e.g. {'batch 8': ...}.")
+        )
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.9 * len(breakdowns)), layout="constrained")
     labels = list(breakdowns)
     for row, label in enumerate(labels):
@@ -47,7 +49,15 @@ def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str |
             mib = nbytes / 2**20
             ax.barh(row, mib, left=left, color=MEMORY_COLOURS[part], edgecolor="white", height=0.6)
             if mib > 0.06 * max(m.total for m in breakdowns.values()) / 2**20:
-                ax.text(left + mib / 2, row, format_bytes(nbytes), ha="center", va="center", fontsize=8, color="white")
+                ax.text(
+                    left + mib / 2,
+                    row,
+                    format_bytes(nbytes),
+                    ha="center",
+                    va="center",
+                    fontsize=8,
+                    color="white",
+                )
             left += mib
     ax.set_yticks(range(len(labels)), [_(label) for label in labels])
     ax.invert_yaxis()
@@ -68,8 +78,14 @@ def _draw_graph(ax, trace: StepTrace, title: str) -> None:
         again = statuses.get(end) == "recomputed"
         ax.add_patch(
             FancyArrowPatch(
-                (x0, y0), (x1, y1), arrowstyle="-|>", mutation_scale=14, shrinkA=22, shrinkB=22,
-                color=STATUS_COLOURS["recomputed"] if again else "#555555", lw=2.4 if again else 1.2,
+                (x0, y0),
+                (x1, y1),
+                arrowstyle="-|>",
+                mutation_scale=14,
+                shrinkA=22,
+                shrinkB=22,
+                color=STATUS_COLOURS["recomputed"] if again else "#555555",
+                lw=2.4 if again else 1.2,
                 linestyle="--" if again else "-",
             )
         )
@@ -86,7 +102,14 @@ def _draw_graph(ax, trace: StepTrace, title: str) -> None:
                 note += "\n" + phrase("stored ({size})", size=format_bytes(kept.get(name, 0)))
             else:
                 note += "\n" + _("deleted")
-        ax.text(x, y - 0.27 if y <= 0.5 else y + 0.27, note, ha="center", va="top" if y <= 0.5 else "bottom", fontsize=8)
+        ax.text(
+            x,
+            y - 0.27 if y <= 0.5 else y + 0.27,
+            note,
+            ha="center",
+            va="top" if y <= 0.5 else "bottom",
+            fontsize=8,
+        )
     ax.set_title(title, fontsize=10)
     ax.set_xlim(-0.35, 3.35)
     ax.set_ylim(-0.45, 1.45)
@@ -101,14 +124,24 @@ def plot_checkpoint_graph(traces: StepTrace | Mapping[str, StepTrace], title: st
     if isinstance(traces, StepTrace):
         traces = {"": traces}
     if not traces or not all(isinstance(t, StepTrace) for t in traces.values()):
-        raise TypeError(_("plot_checkpoint_graph needs traces from trace_step, e.g. {'no checkpointing': trace}."))
+        raise TypeError(
+            _("plot_checkpoint_graph needs traces from trace_step, e.g. {'no checkpointing': trace}.")
+        )
     base = next(iter(traces.values()))
-    fig, axes = plt.subplots(1, len(traces), figsize=(4.6 * len(traces), 3.6), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(traces), figsize=(4.6 * len(traces), 3.6), layout="constrained", squeeze=False
+    )
     for ax, (name, trace) in zip(axes[0], traces.items()):
-        numbers = phrase("keeps {size}, FLOPs x{ratio:.2f}", size=format_bytes(trace.kept_bytes), ratio=trace.flops / base.flops)
+        numbers = phrase(
+            "keeps {size}, FLOPs x{ratio:.2f}",
+            size=format_bytes(trace.kept_bytes),
+            ratio=trace.flops / base.flops,
+        )
         _draw_graph(ax, trace, f"{_(name)}\n{numbers}" if name else numbers)
     handles = [Patch(facecolor=c, edgecolor="#333333", label=_(s)) for s, c in STATUS_COLOURS.items()]
-    handles.append(Line2D([], [], color=STATUS_COLOURS["recomputed"], lw=2.4, ls="--", label=_("rerun in backward")))
+    handles.append(
+        Line2D([], [], color=STATUS_COLOURS["recomputed"], lw=2.4, ls="--", label=_("rerun in backward"))
+    )
     fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=9)
     if title:
         fig.suptitle(_(title))
@@ -126,15 +159,39 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
     fig, (memory_ax, compute_ax) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 
     unit = sweep.unit_bytes / 2**10
-    memory_ax.plot(smooth, [chen_memory(n, k) * unit for k in smooth], "--", color="#888888",
-                   label=_("model: (n/k + k - 1) block activations"))
-    memory_ax.plot(ks, [sweep.row(k).kept_bytes / 2**10 for k in ks], "o-", color=STATUS_COLOURS["stored"],
-                   label=_("measured: kept for backward"))
+    memory_ax.plot(
+        smooth,
+        [chen_memory(n, k) * unit for k in smooth],
+        "--",
+        color="#888888",
+        label=_("model: (n/k + k - 1) block activations"),
+    )
+    memory_ax.plot(
+        ks,
+        [sweep.row(k).kept_bytes / 2**10 for k in ks],
+        "o-",
+        color=STATUS_COLOURS["stored"],
+        label=_("measured: kept for backward"),
+    )
     memory_ax.set_ylabel(_("activations kept for backward (KiB)"))
 
-    compute_ax.plot(smooth, [chen_flops_ratio(k) for k in smooth], "--", color="#888888", label=_("model: 1 + (1 - 1/k)/3"))
-    compute_ax.plot(ks, [sweep.flops_ratio(k) for k in ks], "o-", color=STATUS_COLOURS["recomputed"], label=_("measured FLOPs"))
-    compute_ax.plot(ks, [sweep.seconds_ratio(k) for k in ks], "s:", color="#4c72b0", alpha=0.8, label=_("measured time"))
+    compute_ax.plot(
+        smooth,
+        [chen_flops_ratio(k) for k in smooth],
+        "--",
+        color="#888888",
+        label=_("model: 1 + (1 - 1/k)/3"),
+    )
+    compute_ax.plot(
+        ks,
+        [sweep.flops_ratio(k) for k in ks],
+        "o-",
+        color=STATUS_COLOURS["recomputed"],
+        label=_("measured FLOPs"),
+    )
+    compute_ax.plot(
+        ks, [sweep.seconds_ratio(k) for k in ks], "s:", color="#4c72b0", alpha=0.8, label=_("measured time")
+    )
     compute_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8)
     compute_ax.text(1, 4 / 3, " " + _("one extra forward (4/3)"), va="bottom", fontsize=8, color="#777777")
     compute_ax.set_ylabel(_("cost relative to k = 1"))
@@ -149,7 +206,9 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
     if highlight is not None:
         row = sweep.row(highlight)
         memory_ax.plot([highlight], [row.kept_bytes / 2**10], "o", ms=14, mfc="none", mec="black", mew=1.5)
-        compute_ax.plot([highlight], [sweep.flops_ratio(highlight)], "o", ms=14, mfc="none", mec="black", mew=1.5)
+        compute_ax.plot(
+            [highlight], [sweep.flops_ratio(highlight)], "o", ms=14, mfc="none", mec="black", mew=1.5
+        )
         fig.suptitle(sweep.describe(highlight), fontsize=10)
     memory_ax.legend(fontsize=8, frameon=False, loc="upper center")
     compute_ax.legend(fontsize=8, frameon=False, loc="lower right")
@@ -169,7 +228,9 @@ def segments_explorer(sweep: SegmentSweep, k: int | None = None):
         k = min(sweep.ks, key=lambda value: abs(value - sweep.sqrt_n))
     sweep.row(k)  # a clear error for a k that was not measured
     handle = display(plot_segments_tradeoff(sweep, highlight=k), display_id=True)
-    slider = widgets.SelectionSlider(options=sweep.ks, value=k, description=_("segments k"), continuous_update=False)
+    slider = widgets.SelectionSlider(
+        options=sweep.ks, value=k, description=_("segments k"), continuous_update=False
+    )
 
     def redraw(change) -> None:
         figure = plot_segments_tradeoff(sweep, highlight=change["new"])
@@ -206,10 +267,22 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
     at a time (orange), so the peak is about n/k + k and the step is one forward pass longer."""
     whole_numbers(n_layers=n_layers, segments=segments)
     if segments < 2 or n_layers % segments:
-        raise ValueError(phrase("segments must divide n_layers and be at least 2, got {segments} for {n_layers} layers.",
-                                segments=segments, n_layers=n_layers))
-    colours = {N_("forward"): "#4c72b0", N_("recompute"): STATUS_COLOURS["recomputed"], N_("backward"): STATUS_COLOURS["stored"]}
-    cases = {_("without checkpointing"): 1, phrase("checkpointing, {segments} segments", segments=segments): segments}
+        raise ValueError(
+            phrase(
+                "segments must divide n_layers and be at least 2, got {segments} for {n_layers} layers.",
+                segments=segments,
+                n_layers=n_layers,
+            )
+        )
+    colours = {
+        N_("forward"): "#4c72b0",
+        N_("recompute"): STATUS_COLOURS["recomputed"],
+        N_("backward"): STATUS_COLOURS["stored"],
+    }
+    cases = {
+        _("without checkpointing"): 1,
+        phrase("checkpointing, {segments} segments", segments=segments): segments,
+    }
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), sharey=True, layout="constrained")
     longest = 2 * n_layers + n_layers
     for ax, (title, k) in zip(axes, cases.items()):
@@ -226,5 +299,7 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
     axes[0].set_ylabel(_("activations held (layers' worth)"))
     handles = [Patch(color=c, label=_(phase)) for phase, c in colours.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
-    fig.suptitle(phrase("A drawing, not a measurement: {n_layers} layers, one step", n_layers=n_layers), fontsize=10)
+    fig.suptitle(
+        phrase("A drawing, not a measurement: {n_layers} layers, one step", n_layers=n_layers), fontsize=10
+    )
     return finish(fig)

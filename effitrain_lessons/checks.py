@@ -35,8 +35,13 @@ def installed_lessons(language: str = DEFAULT) -> Path:
     checkout's notebooks/; an edition in another language than English is in their `<language>/`
     (the Turkish ones in notebooks/tr/)."""
     if language not in LANGUAGES:
-        raise ValueError(phrase("There are lessons in {languages}, not in {language!r}: pass one of those.",
-                                languages=", ".join(LANGUAGES), language=language))
+        raise ValueError(
+            phrase(
+                "There are lessons in {languages}, not in {language!r}: pass one of those.",
+                languages=", ".join(LANGUAGES),
+                language=language,
+            )
+        )
     package = Path(__file__).resolve().parent
     packaged = package / "notebooks"
     folder = packaged if packaged.is_dir() else package.parent / "notebooks"
@@ -52,7 +57,9 @@ def doctest_to_source(code: str, where: str = "a test case") -> str:
         elif line.rstrip() in (">>>", "..."):
             lines.append("")
         elif line.strip():
-            raise ValueError(f"{where} expects printed output ({line.strip()[:60]!r}); write it as an assert.")
+            raise ValueError(
+                f"{where} expects printed output ({line.strip()[:60]!r}); write it as an assert."
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -66,8 +73,11 @@ def tests_of(notebook: dict) -> dict[str, list[Case]]:
     """Question -> its test cases, from a notebook's metadata."""
     tests = notebook.get("metadata", {}).get("otter", {}).get("tests", {})
     return {
-        question: [Case(doctest_to_source(case["code"], f"{question} case {i}"), bool(case.get("hidden")))
-                   for suite in test.get("suites", []) for i, case in enumerate(suite.get("cases", []))]
+        question: [
+            Case(doctest_to_source(case["code"], f"{question} case {i}"), bool(case.get("hidden")))
+            for suite in test.get("suites", [])
+            for i, case in enumerate(suite.get("cases", []))
+        ]
         for question, test in tests.items()
     }
 
@@ -122,15 +132,19 @@ class CheckResult:
         return phrase("{failed} of {total} public tests failed.", failed=len(failed), total=len(self.results))
 
     def failures(self) -> list[str]:
-        return [f"{_heading(r)}\n{_indent(r.source)}\n{_indent(r.error)}" for r in self.results if not r.passed]
+        return [
+            f"{_heading(r)}\n{_indent(r.source)}\n{_indent(r.error)}" for r in self.results if not r.passed
+        ]
 
     def __repr__(self) -> str:
         return "\n\n".join([f"{self.question}: {self.summary()}", *self.failures()])
 
     def _repr_html_(self) -> str:
         colour = "#1a7f37" if self.passed else "#cf222e"
-        head = (f"<p><strong><code>{html.escape(self.question)}</code></strong>: "
-                f"<span style='color: {colour}'>{html.escape(self.summary())}</span></p>")
+        head = (
+            f"<p><strong><code>{html.escape(self.question)}</code></strong>: "
+            f"<span style='color: {colour}'>{html.escape(self.summary())}</span></p>"
+        )
         return head + "".join(_failure_html(r) for r in self.results if not r.passed)
 
 
@@ -138,7 +152,9 @@ def _failure_html(result: CaseResult) -> str:
     """A failed case as HTML: its heading and the test's sentence (an AssertionError's) as text, the
     test's code and the traceback as code (they are Python's, in any language)."""
     lines = result.error.rstrip("\n").splitlines()
-    ours = bool(lines) and lines[-1].startswith("AssertionError")  # a test's sentence; other errors are Python's
+    ours = bool(lines) and lines[-1].startswith(
+        "AssertionError"
+    )  # a test's sentence; other errors are Python's
     frames, sentence = "\n".join(lines[:-1] if ours else lines), lines[-1] if ours else ""
     code = _indent(result.source) + ("\n" + _indent(frames) if frames else "")
     said = f"\n    {html.escape(sentence)}" if sentence else ""
@@ -161,17 +177,30 @@ class Notebook:
     def __init__(self, notebook_path: str):
         path = Path(notebook_path)
         if not path.is_file():
-            path = installed_lessons(language_in_use()) / path.name  # the edition the setup cell's use_language chose
+            path = (
+                installed_lessons(language_in_use()) / path.name
+            )  # the edition the setup cell's use_language chose
         if not path.is_file():
-            raise FileNotFoundError(phrase("There is no lesson {path}: open the lessons with `effitrain lab`, "
-                                           "which puts them in a folder of yours.", path=notebook_path))
+            raise FileNotFoundError(
+                phrase(
+                    "There is no lesson {path}: open the lessons with `effitrain lab`, "
+                    "which puts them in a folder of yours.",
+                    path=notebook_path,
+                )
+            )
         self.path = path
         self.tests = tests_of(json.loads(path.read_text(encoding="utf-8")))
 
     def check(self, question: str, global_env: dict | None = None) -> CheckResult:
         if question not in self.tests:
-            raise KeyError(phrase("{lesson} has no question {question!r}; it has {questions}.",
-                                  lesson=self.path.name, question=question, questions=", ".join(sorted(self.tests))))
+            raise KeyError(
+                phrase(
+                    "{lesson} has no question {question!r}; it has {questions}.",
+                    lesson=self.path.name,
+                    question=question,
+                    questions=", ".join(sorted(self.tests)),
+                )
+            )
         if global_env is None:
             global_env = inspect.currentframe().f_back.f_globals
         cases = self.tests[question]
@@ -190,18 +219,43 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
         raise AssertionError(phrase("{name} is still `...`: replace it with your prediction.", name=name))
     if type(measured) in (int, float):
         if type(predicted) not in (int, float):
-            raise AssertionError(phrase("{name} should be a number, like {example}; it is {kind}.",
-                                        name=name, example=_show(measured), kind=type(predicted).__name__))
+            raise AssertionError(
+                phrase(
+                    "{name} should be a number, like {example}; it is {kind}.",
+                    name=name,
+                    example=_show(measured),
+                    kind=type(predicted).__name__,
+                )
+            )
         if type(measured) is int and type(predicted) is not int:
-            raise AssertionError(phrase("{name} should be a whole number, like {example}; it is {predicted!r}.",
-                                        name=name, example=_show(measured), predicted=predicted))
+            raise AssertionError(
+                phrase(
+                    "{name} should be a whole number, like {example}; it is {predicted!r}.",
+                    name=name,
+                    example=_show(measured),
+                    predicted=predicted,
+                )
+            )
         same = abs(predicted - measured) <= rel * abs(measured)
     else:
         same = type(predicted) is type(measured) and predicted == measured
     if not same:
-        raise AssertionError(" ".join(filter(None, [
-            phrase("You predicted {name} = {predicted}; the measurement is {measured}.",
-                   name=name, predicted=_show(predicted), measured=_show(measured)), why])))
+        raise AssertionError(
+            " ".join(
+                filter(
+                    None,
+                    [
+                        phrase(
+                            "You predicted {name} = {predicted}; the measurement is {measured}.",
+                            name=name,
+                            predicted=_show(predicted),
+                            measured=_show(measured),
+                        ),
+                        why,
+                    ],
+                )
+            )
+        )
 
 
 def _show(value) -> str:

@@ -36,7 +36,17 @@ from effitrain_lessons.checks import installed_lessons
 from effitrain_lessons.hub import hub_reachable, offline_by_choice
 from effitrain_lessons.i18n import DEFAULT, LANGUAGES, _, phrase, use_language
 
-PACKAGES = ["torch", "transformers", "accelerate", "datasets", "tokenizers", "matplotlib", "ipywidgets", "jupyterlab", "otter-grader"]
+PACKAGES = [
+    "torch",
+    "transformers",
+    "accelerate",
+    "datasets",
+    "tokenizers",
+    "matplotlib",
+    "ipywidgets",
+    "jupyterlab",
+    "otter-grader",
+]
 WORK_FOLDER = Path("effitrain-lessons")  # where `effitrain lab` puts the lessons outside a checkout
 MANIFEST = ".effitrain-lessons.json"  # in that folder: each lesson's installed edition, by hash, when copied
 LESSON_FILES = "[0-9][0-9]_*.ipynb"
@@ -86,17 +96,33 @@ def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[st
             done.append(phrase("copied {lesson}", lesson=lesson.name))
         elif target.read_bytes() == lesson.read_bytes() or copied_from.get(lesson.name) == installed:
             pass  # the installed lesson, or the learner's work on it
-        elif confirm(phrase("Lesson {lesson} of effitrain-lessons {version} differs from the one your {target} "
-                            "started from. Replace yours with it? Yours is kept beside it.",
-                            lesson=lesson.stem, version=__version__, target=target)):
+        elif confirm(
+            phrase(
+                "Lesson {lesson} of effitrain-lessons {version} differs from the one your {target} "
+                "started from. Replace yours with it? Yours is kept beside it.",
+                lesson=lesson.stem,
+                version=__version__,
+                target=target,
+            )
+        ):
             kept = target.with_name(f"{lesson.stem}.mine-{time.strftime('%Y%m%d-%H%M%S')}.ipynb")
             target.rename(kept)
             shutil.copyfile(lesson, target)
-            done.append(phrase("replaced {lesson} with this version's lesson; yours is now {kept}",
-                               lesson=lesson.name, kept=kept.name))
+            done.append(
+                phrase(
+                    "replaced {lesson} with this version's lesson; yours is now {kept}",
+                    lesson=lesson.name,
+                    kept=kept.name,
+                )
+            )
         else:
-            done.append(phrase("kept your {lesson}, though this version's lesson differs (run `effitrain lab` in a "
-                               "terminal to be asked whether to replace it)", lesson=lesson.name))
+            done.append(
+                phrase(
+                    "kept your {lesson}, though this version's lesson differs (run `effitrain lab` in a "
+                    "terminal to be asked whether to replace it)",
+                    lesson=lesson.name,
+                )
+            )
             continue  # asked again next time
         copied_from[lesson.name] = installed
     manifest_path.write_text(json.dumps(copied_from, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -106,8 +132,14 @@ def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[st
 def info_lines() -> list[str]:
     from effitrain_lessons.device import describe_device
 
-    lines = [phrase("python {version} on {system} {machine}", version=platform.python_version(),
-                    system=platform.system(), machine=platform.machine())]
+    lines = [
+        phrase(
+            "python {version} on {system} {machine}",
+            version=platform.python_version(),
+            system=platform.system(),
+            machine=platform.machine(),
+        )
+    ]
     for name in PACKAGES:
         try:
             lines.append(f"{name} {importlib.metadata.version(name)}")
@@ -133,29 +165,56 @@ def run_lab(args: argparse.Namespace) -> int:
     use_language(language)  # what this command prints, and the kernels JupyterLab starts
     checkout = checkout_lessons()
     checkout = edition_folder(checkout, language) if checkout else None
-    directory = edition_folder(args.dir, language) if args.dir else checkout or edition_folder(WORK_FOLDER, language)
+    directory = (
+        edition_folder(args.dir, language) if args.dir else checkout or edition_folder(WORK_FOLDER, language)
+    )
     if directory != checkout:
         for path in dict.fromkeys([args.dir or WORK_FOLDER, directory]):
             if path.exists() and not path.is_dir():
-                print(phrase("{path} is a file: pass --dir with a folder for your lessons.", path=path), file=sys.stderr)
+                print(
+                    phrase("{path} is a file: pass --dir with a folder for your lessons.", path=path),
+                    file=sys.stderr,
+                )
                 return 2
         source = installed_lessons(language)
         if not any(source.glob(LESSON_FILES)):
-            print(phrase("This installation has no lessons in {folder}: install a version of effitrain-lessons that "
-                         "carries them, or build them in a checkout with `effitrain build`.", folder=source), file=sys.stderr)
+            print(
+                phrase(
+                    "This installation has no lessons in {folder}: install a version of effitrain-lessons that "
+                    "carries them, or build them in a checkout with `effitrain build`.",
+                    folder=source,
+                ),
+                file=sys.stderr,
+            )
             return 2
         for line in copy_lessons(directory, source):
             print(f"{directory}: {line}")
         print(phrase("Your lessons are in {folder}.", folder=directory.resolve()))
     elif not any(directory.glob(LESSON_FILES)):
-        print(phrase("There are no lessons in {folder}: build them with `effitrain build`.", folder=directory), file=sys.stderr)
+        print(
+            phrase("There are no lessons in {folder}: build them with `effitrain build`.", folder=directory),
+            file=sys.stderr,
+        )
         return 2
     if importlib.util.find_spec("jupyterlab") is None:
         again = "effitrain lab" if language == DEFAULT else f"effitrain lab --lang {language}"
-        print(phrase("JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then run "
-                     "`{command}` again (your lessons are in {folder}).", command=again, folder=directory), file=sys.stderr)
+        print(
+            phrase(
+                "JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then run "
+                "`{command}` again (your lessons are in {folder}).",
+                command=again,
+                folder=directory,
+            ),
+            file=sys.stderr,
+        )
         return 2
-    command = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={directory.resolve()}", f"--port={args.port}"]
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        f"--ServerApp.root_dir={directory.resolve()}",
+        f"--port={args.port}",
+    ]
     if args.no_browser:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -183,7 +242,11 @@ def run_plan(args: argparse.Namespace) -> int:
         print(error, file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"estimate": estimate.to_dict(), "verdicts": [v.to_dict() for v in verdicts]}, indent=1))
+        print(
+            json.dumps(
+                {"estimate": estimate.to_dict(), "verdicts": [v.to_dict() for v in verdicts]}, indent=1
+            )
+        )
     else:
         print(estimate)
         print()
@@ -194,42 +257,67 @@ def run_plan(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     from effitrain_lessons.course import build, grade, translate
 
-    main = argparse.ArgumentParser(prog="effitrain", description="Lessons on efficient training with PyTorch.")
+    main = argparse.ArgumentParser(
+        prog="effitrain", description="Lessons on efficient training with PyTorch."
+    )
     commands = main.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lab = commands.add_parser("lab", help="open JupyterLab on the lessons")
     lab.add_argument("--port", type=int, default=8888)
     lab.add_argument("--no-browser", action="store_true", help="serve without opening a browser")
-    lab.add_argument("--dir", type=Path, default=None,
-                     help=f"your folder for the lessons, filled with any lesson it lacks (default: the checkout's "
-                          f"notebooks/, or ./{WORK_FOLDER} outside a checkout); the Turkish ones go in its tr/")
-    lab.add_argument("--lang", choices=list(LANGUAGES), default=DEFAULT,
-                     help="the lessons' language: " + ", ".join(f"{code} ({name})" for code, name in LANGUAGES.items())
-                          + f" (default: {DEFAULT})")
+    lab.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help=f"your folder for the lessons, filled with any lesson it lacks (default: the checkout's "
+        f"notebooks/, or ./{WORK_FOLDER} outside a checkout); the Turkish ones go in its tr/",
+    )
+    lab.add_argument(
+        "--lang",
+        choices=list(LANGUAGES),
+        default=DEFAULT,
+        help="the lessons' language: "
+        + ", ".join(f"{code} ({name})" for code, name in LANGUAGES.items())
+        + f" (default: {DEFAULT})",
+    )
     lab.set_defaults(run=run_lab)
     info = commands.add_parser("info", help="versions, device, and whether the hub is reachable")
     info.set_defaults(run=run_info)
     planning = commands.add_parser(
-        "plan", help="will it fit? the memory a training step needs, from a model's config (offline)",
+        "plan",
+        help="will it fit? the memory a training step needs, from a model's config (offline)",
         description="Predict the memory one training step needs (parameters, gradients, optimizer state, "
-                    "activations, an allowance) and say whether it fits each GPU, or what would make it fit.")
-    planning.add_argument("model", help="a bundled model (" + ", ".join(_bundled_models()) + ") or a folder with "
-                                        "a config.json")
-    planning.add_argument("--gpu", action="append", metavar="GPU",
-                          help="a GPU (" + ", ".join(_gpu_names()) + ") or a size such as 12GiB; repeat for "
-                               "several (default: every GPU listed)")
+        "activations, an allowance) and say whether it fits each GPU, or what would make it fit.",
+    )
+    planning.add_argument(
+        "model", help="a bundled model (" + ", ".join(_bundled_models()) + ") or a folder with a config.json"
+    )
+    planning.add_argument(
+        "--gpu",
+        action="append",
+        metavar="GPU",
+        help="a GPU (" + ", ".join(_gpu_names()) + ") or a size such as 12GiB; repeat for "
+        "several (default: every GPU listed)",
+    )
     planning.add_argument("--json", action="store_true", help="print the estimate and the verdicts as JSON")
     add_fields(planning, _plan_settings())
     planning.set_defaults(run=run_plan)
-    building = commands.add_parser("build", help="build the lesson editions from lessons/ (instructors)",
-                                   description=build.DESCRIPTION)
+    building = commands.add_parser(
+        "build", help="build the lesson editions from lessons/ (instructors)", description=build.DESCRIPTION
+    )
     build.add_arguments(building)
     building.set_defaults(run=build.run)
-    extracting = commands.add_parser("extract", help="update the translation catalogs from the English (instructors)",
-                                     description=translate.DESCRIPTION)
+    extracting = commands.add_parser(
+        "extract",
+        help="update the translation catalogs from the English (instructors)",
+        description=translate.DESCRIPTION,
+    )
     translate.add_arguments(extracting)
     extracting.set_defaults(run=translate.run)
-    grading = commands.add_parser("grade", help="grade learners' notebooks in a sandbox (instructors)",
-                                  description="Grade learners' notebooks; see the README, For instructors.")
+    grading = commands.add_parser(
+        "grade",
+        help="grade learners' notebooks in a sandbox (instructors)",
+        description="Grade learners' notebooks; see the README, For instructors.",
+    )
     grade.add_arguments(grading)
     grading.set_defaults(run=grade.run)
     return main

@@ -33,15 +33,23 @@ def install_summary(report_path: str | Path) -> str:
     """What the install did, from pip's JSON report: what it added or upgraded, and what it kept."""
     try:
         report = json.loads(Path(report_path).read_text(encoding="utf-8"))
-        installed = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in report.get("install", [])}
+        installed = {
+            item["metadata"]["name"].lower(): item["metadata"]["version"]
+            for item in report.get("install", [])
+        }
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return phrase("{package} {version} is installed (pip left no report of what it changed).",
-                      package=DISTRIBUTION, version=__version__)
+        return phrase(
+            "{package} {version} is installed (pip left no report of what it changed).",
+            package=DISTRIBUTION,
+            version=__version__,
+        )
     ours = installed.pop(DISTRIBUTION, None)
     if ours:
         lines = [phrase("Installed {package} {version}.", package=DISTRIBUTION, version=ours)]
     else:
-        lines = [phrase("{package} {version} was already installed.", package=DISTRIBUTION, version=__version__)]
+        lines = [
+            phrase("{package} {version} was already installed.", package=DISTRIBUTION, version=__version__)
+        ]
     if installed:
         added = ", ".join(f"{name} {version}" for name, version in sorted(installed.items()))
         lines.append(phrase("Added or upgraded for it: {packages}.", packages=added))

@@ -66,7 +66,9 @@ def load_mrpc(source: str = "bundled") -> datasets.DatasetDict:
     if source == "hub":
         return _load_hub()
     if source != "bundled":
-        raise ValueError(_('Unknown source {source!r}: use source="bundled" or source="hub".').format(source=source))
+        raise ValueError(
+            _('Unknown source {source!r}: use source="bundled" or source="hub".').format(source=source)
+        )
     # Built in memory from the shipped files: nothing is written to the Hugging Face cache.
     features = _features()
     splits = {}
@@ -85,8 +87,11 @@ def _load_hub() -> datasets.DatasetDict:
     try:
         return datasets.load_dataset("nyu-mll/glue", "mrpc")
     except (ConnectionError, OSError, TimeoutError) as error:
-        raise RuntimeError(_("Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.")
-                           .format(what="GLUE MRPC", reason=type(error).__name__, instead=instead)) from None
+        raise RuntimeError(
+            _("Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.").format(
+                what="GLUE MRPC", reason=type(error).__name__, instead=instead
+            )
+        ) from None
 
 
 def load_tokenizer() -> transformers.PreTrainedTokenizerFast:
@@ -119,10 +124,15 @@ def tokenized_mrpc(tokenizer=None, max_length: int = 32, source: str = "bundled"
     (01 onwards).
     """
     if source not in SOURCES:
-        raise ValueError(_('Unknown source {source!r}: use source="bundled" or source="hub".').format(source=source))
+        raise ValueError(
+            _('Unknown source {source!r}: use source="bundled" or source="hub".').format(source=source)
+        )
     if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 8:
-        raise ValueError(_("max_length must be a whole number of tokens, at least 8, got {max_length!r}.")
-                         .format(max_length=max_length))
+        raise ValueError(
+            _("max_length must be a whole number of tokens, at least 8, got {max_length!r}.").format(
+                max_length=max_length
+            )
+        )
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
     splits = {}
     for split, data in load_mrpc(source).items():
@@ -131,7 +141,11 @@ def tokenized_mrpc(tokenizer=None, max_length: int = 32, source: str = "bundled"
         encoded = tokenizer(
             rows["sentence1"], rows["sentence2"], padding="max_length", truncation=True, max_length=max_length
         )
-        columns = {name: encoded[name] for name in ("input_ids", "token_type_ids", "attention_mask") if name in encoded}
+        columns = {
+            name: encoded[name]
+            for name in ("input_ids", "token_type_ids", "attention_mask")
+            if name in encoded
+        }
         columns["labels"] = rows["label"]
         ids = datasets.Sequence(datasets.Value("int32"))
         features = datasets.Features({name: ids for name in columns if name != "labels"})

@@ -25,12 +25,20 @@ def pick_device(prefer: str | None = None) -> torch.device:
     }
     if prefer is not None:
         if prefer not in available:
-            raise ValueError(phrase("Unknown device {prefer!r}: use 'cuda', 'mps', 'cpu' or None to pick "
-                                    "automatically.", prefer=prefer))
+            raise ValueError(
+                phrase(
+                    "Unknown device {prefer!r}: use 'cuda', 'mps', 'cpu' or None to pick automatically.",
+                    prefer=prefer,
+                )
+            )
         if not available[prefer]:
-            raise RuntimeError(phrase(
-                "This machine has no {device} device: pass prefer=None to use what it has "
-                "(on Colab, choose Runtime > Change runtime type > GPU).", device=prefer.upper()))
+            raise RuntimeError(
+                phrase(
+                    "This machine has no {device} device: pass prefer=None to use what it has "
+                    "(on Colab, choose Runtime > Change runtime type > GPU).",
+                    device=prefer.upper(),
+                )
+            )
         return torch.device(prefer)
     return torch.device(next(name for name, ok in available.items() if ok))
 
@@ -40,11 +48,15 @@ def describe_device(device: torch.device | str | None = None) -> str:
     device = torch.device(device) if device is not None else pick_device()
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
-        return phrase("Using cuda: {name} with {memory:.1f} GiB.", name=props.name, memory=props.total_memory / 2**30)
+        return phrase(
+            "Using cuda: {name} with {memory:.1f} GiB.", name=props.name, memory=props.total_memory / 2**30
+        )
     if device.type == "mps":
         return _("Using mps: Apple GPU (Metal).")
-    return phrase("Using cpu ({threads} threads); a GPU would make the larger settings faster.",
-                  threads=torch.get_num_threads())
+    return phrase(
+        "Using cpu ({threads} threads); a GPU would make the larger settings faster.",
+        threads=torch.get_num_threads(),
+    )
 
 
 def synchronize(device: torch.device | str) -> None:
@@ -54,4 +66,3 @@ def synchronize(device: torch.device | str) -> None:
         torch.cuda.synchronize(device)
     elif device.type == "mps":
         torch.mps.synchronize()
-

@@ -22,8 +22,8 @@ import sys
 from dataclasses import dataclass, field
 
 from effitrain_lessons.arguments import command_line, whole_numbers
-from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.distributed_runs import ProcessReport, RunConfig, run_under_launcher, summary
+from effitrain_lessons.i18n import _, phrase
 from effitrain_lessons.tables import Table
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -35,17 +35,32 @@ class DiLoCoConfig(RunConfig):
     defaults are the DiLoCo paper's outer optimizer (SGD, lr 0.7, Nesterov momentum 0.9); its H is
     500, the lesson's runs are short and use 8 to 32. Lesson 4's `k` is not used: H is `h`."""
 
-    mode: str = field(default="diloco", metadata={
-        "choices": ("ddp", "diloco"), "help": "ddp: gradients every step; diloco: an outer step every h steps"})
+    mode: str = field(
+        default="diloco",
+        metadata={
+            "choices": ("ddp", "diloco"),
+            "help": "ddp: gradients every step; diloco: an outer step every h steps",
+        },
+    )
     h: int = field(default=8, metadata={"help": "H: inner steps between outer steps"})
     outer_lr: float = field(default=0.7, metadata={"help": "the outer SGD's learning rate"})
-    outer_momentum: float = field(default=0.9, metadata={"help": "the outer SGD's Nesterov momentum (0: none)"})
-    bucketed: bool = field(default=True, metadata={
-        "help": "all-reduce the pseudo-gradient as one flat buffer; --no-bucketed: one call per tensor"})
-    precision: str = field(default="fp32", metadata={
-        "choices": PRECISIONS, "help": "the dtype the pseudo-gradient is all-reduced in"})
-    fragments: int = field(default=1, metadata={
-        "help": "Streaming DiLoCo: sync one of this many fragments every h / fragments steps"})
+    outer_momentum: float = field(
+        default=0.9, metadata={"help": "the outer SGD's Nesterov momentum (0: none)"}
+    )
+    bucketed: bool = field(
+        default=True,
+        metadata={
+            "help": "all-reduce the pseudo-gradient as one flat buffer; --no-bucketed: one call per tensor"
+        },
+    )
+    precision: str = field(
+        default="fp32",
+        metadata={"choices": PRECISIONS, "help": "the dtype the pseudo-gradient is all-reduced in"},
+    )
+    fragments: int = field(
+        default=1,
+        metadata={"help": "Streaming DiLoCo: sync one of this many fragments every h / fragments steps"},
+    )
 
     @property
     def label(self) -> str:
@@ -56,8 +71,12 @@ class DiLoCoConfig(RunConfig):
             if self.outer_lr == 1 and self.outer_momentum == 0:
                 name = phrase("{run}, outer lr 1, no momentum", run=name)
             elif (self.outer_lr, self.outer_momentum) != (0.7, 0.9):
-                name = phrase("{run}, outer lr {lr:g}, momentum {momentum:g}", run=name, lr=self.outer_lr,
-                              momentum=self.outer_momentum)
+                name = phrase(
+                    "{run}, outer lr {lr:g}, momentum {momentum:g}",
+                    run=name,
+                    lr=self.outer_lr,
+                    momentum=self.outer_momentum,
+                )
             if not self.bucketed:
                 name = phrase("{run}, per tensor", run=name)
             if self.precision != "fp32":
@@ -65,7 +84,9 @@ class DiLoCoConfig(RunConfig):
             if self.fragments > 1:
                 name = phrase("{run}, {fragments} fragments", run=name, fragments=self.fragments)
         if self.seed:
-            name = phrase("{run}, seed {seed}", run=name, seed=self.seed)  # other initial weights, another data order
+            name = phrase(
+                "{run}, seed {seed}", run=name, seed=self.seed
+            )  # other initial weights, another data order
         return name
 
     def expected_synchronizations(self) -> int:
@@ -77,22 +98,43 @@ class DiLoCoConfig(RunConfig):
 
     def check(self) -> None:
         if self.mode not in ("ddp", "diloco"):
-            raise ValueError(phrase("mode must be one of {modes}, got {mode!r}.", modes=("ddp", "diloco"),
-                                    mode=self.mode))
-        whole_numbers(h=self.h, steps=self.steps, batch_size=self.batch_size, layers=self.layers,
-                      fragments=self.fragments)
+            raise ValueError(
+                phrase("mode must be one of {modes}, got {mode!r}.", modes=("ddp", "diloco"), mode=self.mode)
+            )
+        whole_numbers(
+            h=self.h,
+            steps=self.steps,
+            batch_size=self.batch_size,
+            layers=self.layers,
+            fragments=self.fragments,
+        )
         if self.accumulation != 1:
             raise ValueError(_("Lesson 5's loop does not accumulate gradients: leave accumulation at 1."))
         if self.precision not in PRECISIONS:
-            raise ValueError(phrase("precision must be one of {precisions}, got {precision!r}.",
-                                    precisions=PRECISIONS, precision=self.precision))
+            raise ValueError(
+                phrase(
+                    "precision must be one of {precisions}, got {precision!r}.",
+                    precisions=PRECISIONS,
+                    precision=self.precision,
+                )
+            )
         if self.h % self.fragments:
-            raise ValueError(phrase("H must be a multiple of the number of fragments, got H={h} and {fragments} "
-                                    "fragments.", h=self.h, fragments=self.fragments))
+            raise ValueError(
+                phrase(
+                    "H must be a multiple of the number of fragments, got H={h} and {fragments} fragments.",
+                    h=self.h,
+                    fragments=self.fragments,
+                )
+            )
         if not self.outer_lr > 0 or not 0 <= self.outer_momentum < 1:
-            raise ValueError(phrase("The outer learning rate must be above 0 and the momentum in [0, 1), got lr "
-                                    "{lr!r} and momentum {momentum!r}.", lr=self.outer_lr,
-                                    momentum=self.outer_momentum))
+            raise ValueError(
+                phrase(
+                    "The outer learning rate must be above 0 and the momentum in [0, 1), got lr "
+                    "{lr!r} and momentum {momentum!r}.",
+                    lr=self.outer_lr,
+                    momentum=self.outer_momentum,
+                )
+            )
 
 
 def seconds_per_synchronization(reports: list[ProcessReport]) -> float:
@@ -128,18 +170,46 @@ def results(runs: list[list[ProcessReport]]) -> Table:
     rows = []
     for reports in runs:
         r = row(reports)
-        rows.append([r["run"], r["steps"], r["synchronizations"], r["expected"], r["allreduce_calls"],
-                     f"{r['calls_per_sync']:.0f}", f"{r['megabytes']:.2f}", f"{r['kilobytes_per_sync']:.0f}",
-                     "-" if r["ms_per_sync"] != r["ms_per_sync"] else f"{r['ms_per_sync']:.2f}",
-                     f"{r['ms_per_step']:.1f}", f"{r['eval_loss']:.4f}",
-                     _("yes") if r["equal_at_end"] else _("NO")])
+        rows.append(
+            [
+                r["run"],
+                r["steps"],
+                r["synchronizations"],
+                r["expected"],
+                r["allreduce_calls"],
+                f"{r['calls_per_sync']:.0f}",
+                f"{r['megabytes']:.2f}",
+                f"{r['kilobytes_per_sync']:.0f}",
+                "-" if r["ms_per_sync"] != r["ms_per_sync"] else f"{r['ms_per_sync']:.2f}",
+                f"{r['ms_per_step']:.1f}",
+                f"{r['eval_loss']:.4f}",
+                _("yes") if r["equal_at_end"] else _("NO"),
+            ]
+        )
     return Table(
-        ["run", "steps", "synchronizations", "rule", "all-reduce calls", "calls per sync", "MB sent", "kB per sync",
-         "ms in all-reduce per sync", "ms per step", "validation loss", "identical parameters at the end"],
+        [
+            "run",
+            "steps",
+            "synchronizations",
+            "rule",
+            "all-reduce calls",
+            "calls per sync",
+            "MB sent",
+            "kB per sync",
+            "ms in all-reduce per sync",
+            "ms per step",
+            "validation loss",
+            "identical parameters at the end",
+        ],
         rows,
-        notes=[_("Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo (there is "
-                 "no average on exit). ms in all-reduce per sync: the median over the synchronizations, in the "
-                 "process that arrived last (data parallel's all-reduces run inside backward and are not timed).")])
+        notes=[
+            _(
+                "Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo (there is "
+                "no average on exit). ms in all-reduce per sync: the median over the synchronizations, in the "
+                "process that arrived last (data parallel's all-reduces run inside backward and are not timed)."
+            )
+        ],
+    )
 
 
 def _lesson_05_loop():
@@ -150,9 +220,13 @@ def _lesson_05_loop():
 
 def main(argv: list[str] | None = None) -> int:
     """Run lesson 5's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
-    config = command_line(DiLoCoConfig, argv, prog="python -m effitrain_lessons.diloco",
-                          description="Lesson 05's training with DiLoCo (or plain data parallel), counting its "
-                                      "all-reduces. Start it with torchrun or accelerate launch for several processes.")
+    config = command_line(
+        DiLoCoConfig,
+        argv,
+        prog="python -m effitrain_lessons.diloco",
+        description="Lesson 05's training with DiLoCo (or plain data parallel), counting its "
+        "all-reduces. Start it with torchrun or accelerate launch for several processes.",
+    )
     return run_under_launcher(config, _lesson_05_loop)
 
 

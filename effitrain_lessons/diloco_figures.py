@@ -28,8 +28,11 @@ def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
     worker loads for the next round. Used by lesson 5 before it measures the same thing."""
     whole_numbers(h=h, rounds=rounds, workers=workers)
     if workers < 2:
-        raise ValueError(phrase("workers must be at least 2 to have something to synchronize, got {workers}.",
-                                workers=workers))
+        raise ValueError(
+            phrase(
+                "workers must be at least 2 to have something to synchronize, got {workers}.", workers=workers
+            )
+        )
     inner, outer, load = MEMORY_COLOURS["parameters"], STATUS_COLOURS["recomputed"], "#777777"
     fig, ax = plt.subplots(figsize=(10, 1.9 + 0.75 * workers), layout="constrained")
     span = h + 2  # one round: load θ, H inner steps, the all-reduce into the outer step
@@ -43,34 +46,84 @@ def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
         for worker in range(1, workers + 1):
             # a worker's own data takes it its own way: the copies fan out from the θ they all loaded
             drift = 0.76 * (worker - (workers + 1) / 2) / max(workers - 1, 1) / h
-            ax.add_patch(FancyArrowPatch((start, 0), (start + 1, worker), arrowstyle="-|>", mutation_scale=8,
-                                         color=load, lw=1, linestyle="--", shrinkA=4, shrinkB=0))
+            ax.add_patch(
+                FancyArrowPatch(
+                    (start, 0),
+                    (start + 1, worker),
+                    arrowstyle="-|>",
+                    mutation_scale=8,
+                    color=load,
+                    lw=1,
+                    linestyle="--",
+                    shrinkA=4,
+                    shrinkB=0,
+                )
+            )
             for step in range(h):
-                ax.add_patch(FancyArrowPatch((start + 1 + step, worker + drift * step),
-                                             (start + 2 + step, worker + drift * (step + 1)), arrowstyle="-|>",
-                                             mutation_scale=7, color=inner, lw=1.2, shrinkA=0, shrinkB=0,
-                                             gid="inner-step"))
-            ax.add_patch(FancyArrowPatch((start + 1 + h, worker + drift * h), (start + span, 0), arrowstyle="-|>",
-                                         mutation_scale=9, color=outer, lw=1.6, shrinkA=0, shrinkB=7))
-        ax.plot([start + span], [0], marker="o", markersize=11, color=outer, linestyle="none", gid="outer-step")
-        ax.text(start + span, -0.3, phrase("outer step {number}", number=round_ + 1), ha="center", va="bottom",
-                fontsize=8)
-    labels = [_("global parameters θ")] + [phrase("worker {number}: H = {h} inner steps (AdamW)", number=w, h=h)
-                                           for w in range(workers)]
+                ax.add_patch(
+                    FancyArrowPatch(
+                        (start + 1 + step, worker + drift * step),
+                        (start + 2 + step, worker + drift * (step + 1)),
+                        arrowstyle="-|>",
+                        mutation_scale=7,
+                        color=inner,
+                        lw=1.2,
+                        shrinkA=0,
+                        shrinkB=0,
+                        gid="inner-step",
+                    )
+                )
+            ax.add_patch(
+                FancyArrowPatch(
+                    (start + 1 + h, worker + drift * h),
+                    (start + span, 0),
+                    arrowstyle="-|>",
+                    mutation_scale=9,
+                    color=outer,
+                    lw=1.6,
+                    shrinkA=0,
+                    shrinkB=7,
+                )
+            )
+        ax.plot(
+            [start + span], [0], marker="o", markersize=11, color=outer, linestyle="none", gid="outer-step"
+        )
+        ax.text(
+            start + span,
+            -0.3,
+            phrase("outer step {number}", number=round_ + 1),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    labels = [_("global parameters θ")] + [
+        phrase("worker {number}: H = {h} inner steps (AdamW)", number=w, h=h) for w in range(workers)
+    ]
     ax.set_yticks(range(workers + 1), [wrapped(label, 22) for label in labels], fontsize=8)
     ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     ax.set_xlim(-0.4, end + 0.6)
     ax.set_ylim(workers + 0.55, -0.75)
     ax.spines[["top", "right", "left", "bottom"]].set_visible(False)
-    legend = {_("inner step: AdamW on the worker's own data"): dict(color=inner, lw=1.2, marker=">", markersize=4),
-              _("all-reduce the pseudo-gradient Δ = θ − θᵢ (averaged)"): dict(color=outer, lw=1.6),
-              _("outer step: SGD with Nesterov momentum"): dict(color=outer, marker="o", markersize=8, linestyle="none"),
-              _("every worker loads θ"): dict(color=load, lw=1, linestyle="--")}
+    legend = {
+        _("inner step: AdamW on the worker's own data"): dict(color=inner, lw=1.2, marker=">", markersize=4),
+        _("all-reduce the pseudo-gradient Δ = θ − θᵢ (averaged)"): dict(color=outer, lw=1.6),
+        _("outer step: SGD with Nesterov momentum"): dict(
+            color=outer, marker="o", markersize=8, linestyle="none"
+        ),
+        _("every worker loads θ"): dict(color=load, lw=1, linestyle="--"),
+    }
     handles = [Line2D([], [], label=wrapped(label, 28), **style) for label, style in legend.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
-    fig.suptitle(phrase("A drawing, not a measurement: {rounds} rounds of DiLoCo, {workers} workers, H = {h}",
-                        rounds=rounds, workers=workers, h=h), fontsize=10)
+    fig.suptitle(
+        phrase(
+            "A drawing, not a measurement: {rounds} rounds of DiLoCo, {workers} workers, H = {h}",
+            rounds=rounds,
+            workers=workers,
+            h=h,
+        ),
+        fontsize=10,
+    )
     return finish(fig)
 
 
@@ -83,8 +136,11 @@ def _trailing_mean(values: list[float], window: int) -> list[float]:
     return means
 
 
-def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[str, list[int]] | None = None,
-                       title: str | None = None) -> Figure:
+def plot_diloco_losses(
+    curves: Mapping[str, list[float]],
+    outer_steps: Mapping[str, list[int]] | None = None,
+    title: str | None = None,
+) -> Figure:
     """The training loss of each run against the step: faint step by step, bold as a trailing mean of
     8 steps (gid "smoothed"), and a row of ticks along the bottom (gid "outer-steps"), in the run's
     colour, at each step listed in `outer_steps[label]`: where that run synchronized. `curves` maps
@@ -93,7 +149,9 @@ def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[s
         raise ValueError(_("plot_diloco_losses needs at least one run's losses."))
     for label, losses in curves.items():
         if not losses:
-            raise ValueError(phrase("plot_diloco_losses needs at least one loss per run; {label} has none.", label=label))
+            raise ValueError(
+                phrase("plot_diloco_losses needs at least one loss per run; {label} has none.", label=label)
+            )
     outer_steps = outer_steps or {}
     colours = ("#4c72b0", "#f08c2e", "#3a9e6f", "#d1495b", "#8172b2", "#937860")
     fig, ax = plt.subplots(figsize=(9, 3.8), layout="constrained")
@@ -103,18 +161,31 @@ def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[s
         steps = range(1, len(losses) + 1)
         ax.plot(steps, losses, color=colour, alpha=0.25, lw=0.8)
         ax.plot(steps, _trailing_mean(list(losses), 8), color=colour, lw=2, label=label, gid="smoothed")
-        if label in ticked:  # one row of ticks per run that synchronized, in axes height so any loss scale fits
+        if (
+            label in ticked
+        ):  # one row of ticks per run that synchronized, in axes height so any loss scale fits
             row = 0.03 + 0.045 * ticked.index(label)
             at = [step for step in outer_steps[label] if 1 <= step <= len(losses)]
-            ax.plot(at, [row] * len(at), transform=ax.get_xaxis_transform(), linestyle="none", marker="|",
-                    markersize=8, mew=1.5, color=colour, gid="outer-steps")
+            ax.plot(
+                at,
+                [row] * len(at),
+                transform=ax.get_xaxis_transform(),
+                linestyle="none",
+                marker="|",
+                markersize=8,
+                mew=1.5,
+                color=colour,
+                gid="outer-steps",
+            )
     if ticked:  # room under the curves for the rows of ticks, and no loss values beside them
         low, high = ax.get_ylim()
         values = [value for value in ax.get_yticks() if low <= value <= high]
         strip = 0.05 + 0.045 * len(ticked)
         ax.set_ylim(low - (high - low) * strip / (1 - strip), high)
         ax.set_yticks(values)
-        what = _("training step (faint: each step; bold: mean of the last 8 steps; ticks: where a run synchronized)")
+        what = _(
+            "training step (faint: each step; bold: mean of the last 8 steps; ticks: where a run synchronized)"
+        )
     else:
         what = _("training step (faint: each step; bold: mean of the last 8 steps)")
     ax.set_xlim(0, max(len(losses) for losses in curves.values()) + 1)
@@ -127,16 +198,28 @@ def plot_diloco_losses(curves: Mapping[str, list[float]], outer_steps: Mapping[s
     return finish(fig)
 
 
-def diloco_explorer(run, figure, hs=(4, 8, 16, 32, 64), outer_lrs=(0.1, 0.3, 0.5, 0.7, 1.0), h: int = 32,
-                    outer_lr: float = 0.7):
+def diloco_explorer(
+    run,
+    figure,
+    hs=(4, 8, 16, 32, 64),
+    outer_lrs=(0.1, 0.3, 0.5, 0.7, 1.0),
+    h: int = 32,
+    outer_lr: float = 0.7,
+):
     """An H slider and an outer-learning-rate slider above a figure: moving either calls
     `run(h, outer_lr)`, which must return a new Figure, and shows it in place of the old one.
     `figure` is shown first (a static image stays where widgets cannot render). Used by lesson 5."""
     import ipywidgets as widgets
 
     h_slider = widgets.SelectionSlider(options=list(hs), value=h, description="H", continuous_update=False)
-    lr_slider = widgets.SelectionSlider(options=list(outer_lrs), value=outer_lr, description=_("outer lr"),
-                                        continuous_update=False)
-    return rerun_explorer(run, figure, [h_slider, lr_slider], _("Move H or the outer learning rate to run again."),
-                           lambda h, lr: phrase("running H={h}, outer lr {lr:g}...", h=h, lr=lr),
-                           lambda h, lr: phrase("H={h}, outer lr {lr:g}: measured just now.", h=h, lr=lr))
+    lr_slider = widgets.SelectionSlider(
+        options=list(outer_lrs), value=outer_lr, description=_("outer lr"), continuous_update=False
+    )
+    return rerun_explorer(
+        run,
+        figure,
+        [h_slider, lr_slider],
+        _("Move H or the outer learning rate to run again."),
+        lambda h, lr: phrase("running H={h}, outer lr {lr:g}...", h=h, lr=lr),
+        lambda h, lr: phrase("H={h}, outer lr {lr:g}: measured just now.", h=h, lr=lr),
+    )

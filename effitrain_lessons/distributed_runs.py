@@ -47,8 +47,10 @@ class RunConfig:
     is also an option of the lesson's module, `python -m effitrain_lessons.local_sgd` (`--batch-size`,
     `--no-cpu`, ...). The modes are lesson 4's; lesson 5's `DiLoCoConfig` adds its own."""
 
-    mode: str = field(default="local_sgd", metadata={
-        "choices": MODES, "help": "ddp: gradients every step; local_sgd: parameters every k steps"})
+    mode: str = field(
+        default="local_sgd",
+        metadata={"choices": MODES, "help": "ddp: gradients every step; local_sgd: parameters every k steps"},
+    )
     k: int = field(default=8, metadata={"help": "LocalSGD's local_sgd_steps"})
     steps: int = field(default=160, metadata={"help": "micro-batches per process"})
     batch_size: int = field(default=16, metadata={"help": "per process and micro-batch"})
@@ -77,9 +79,16 @@ class RunConfig:
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting a run cannot use."""
         if self.mode not in MODES:
-            raise ValueError(phrase("mode must be one of {modes}, got {mode!r}.", modes=MODES, mode=self.mode))
-        whole_numbers(k=self.k, steps=self.steps, batch_size=self.batch_size, accumulation=self.accumulation,
-                      layers=self.layers)
+            raise ValueError(
+                phrase("mode must be one of {modes}, got {mode!r}.", modes=MODES, mode=self.mode)
+            )
+        whole_numbers(
+            k=self.k,
+            steps=self.steps,
+            batch_size=self.batch_size,
+            accumulation=self.accumulation,
+            layers=self.layers,
+        )
 
 
 @dataclass
@@ -93,8 +102,12 @@ class ProcessReport:
     config_type: str = "RunConfig"  # the class of the configuration (see config_of)
     losses: list[float] = field(default_factory=list)  # each micro-batch's loss in this process
     gradient_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (step, bytes) per DDP bucket
-    parameter_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (round, bytes) per all_reduce call
-    parameter_allreduce_seconds: list[float] = field(default_factory=list)  # how long each of those calls took
+    parameter_allreduces: list[tuple[int, int]] = field(
+        default_factory=list
+    )  # (round, bytes) per all_reduce call
+    parameter_allreduce_seconds: list[float] = field(
+        default_factory=list
+    )  # how long each of those calls took
     round_steps: list[int] = field(default_factory=list)  # the step at which each barrier-started round began
     fingerprints: list[str] = field(default_factory=list)  # digest of all parameters after each step
     final_fingerprint: str = ""  # after the run (for LocalSGD: after its last average, on exit)
@@ -136,9 +149,13 @@ class ProcessReport:
         return torch.frombuffer(bytearray(base64.b64decode(self.final_parameters)), dtype=torch.float32)
 
     def describe(self) -> str:
-        return phrase("process {rank} of {num_processes}: distributed_type={distributed_type}, "
-                      "num_processes={num_processes}", rank=self.rank, num_processes=self.num_processes,
-                      distributed_type=self.distributed_type)
+        return phrase(
+            "process {rank} of {num_processes}: distributed_type={distributed_type}, "
+            "num_processes={num_processes}",
+            rank=self.rank,
+            num_processes=self.num_processes,
+            distributed_type=self.distributed_type,
+        )
 
 
 EXIT = -1  # the step recorded for LocalSGD's average on exit
@@ -241,9 +258,13 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
 
     config.check()
     state = PartialState(cpu=config.cpu)
-    report = ProcessReport(rank=state.process_index, num_processes=state.num_processes,
-                           distributed_type=state.distributed_type.value, config=asdict(config),
-                           config_type=type(config).__name__)
+    report = ProcessReport(
+        rank=state.process_index,
+        num_processes=state.num_processes,
+        distributed_type=state.distributed_type.value,
+        config=asdict(config),
+        config_type=type(config).__name__,
+    )
     splits = splits if splits is not None else tokenized_mrpc()
     torch.manual_seed(config.seed)  # the same starting weights in every process
     model = tiny_bert(num_hidden_layers=config.layers, dropout=False)
@@ -259,8 +280,10 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
         if module.training:
             report.losses.append(output.loss.item())
 
-    hooks = [model.register_forward_pre_hook(step_starts, with_kwargs=True),
-             model.register_forward_hook(step_loss, with_kwargs=True)]
+    hooks = [
+        model.register_forward_pre_hook(step_starts, with_kwargs=True),
+        model.register_forward_hook(step_loss, with_kwargs=True),
+    ]
     start = time.perf_counter()
     try:
         with counter.watching_loop(), counter.counting_all_reduce():
@@ -272,8 +295,11 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
         torch.distributed.barrier()
     report.seconds = time.perf_counter() - start
     report.final_fingerprint = fingerprint(model)
-    report.final_parameters = base64.b64encode(torch.cat(
-        [parameter.detach().cpu().float().reshape(-1) for parameter in model.parameters()]).numpy().tobytes()).decode()
+    report.final_parameters = base64.b64encode(
+        torch.cat([parameter.detach().cpu().float().reshape(-1) for parameter in model.parameters()])
+        .numpy()
+        .tobytes()
+    ).decode()
     report.fingerprints.append(report.final_fingerprint)
 
     model.eval()
@@ -313,14 +339,17 @@ def summary(reports: list[ProcessReport]) -> dict:
         "seconds": seconds,
         "ms_per_step": 1000 * seconds / config.steps,
         "same_in_every_process": all(
-            report.synchronizations == first.synchronizations and report.allreduce_bytes == first.allreduce_bytes
+            report.synchronizations == first.synchronizations
+            and report.allreduce_bytes == first.allreduce_bytes
             for report in reports
         ),
         "equal_at_end": len({report.final_fingerprint for report in reports}) == 1,
     }
 
 
-def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout: float = 300.0) -> list[list[ProcessReport]]:
+def launch(
+    configs: list[RunConfig], loop=None, num_processes: int = 2, timeout: float = 300.0
+) -> list[list[ProcessReport]]:
     """Run `loop(config, model, train_set)` (a lesson's `train`) for every configuration in
     `num_processes` real processes forked from this one (gloo, CPU), measured by `measured_run`.
     Forked, the processes run the function as the notebook defines it now, edits included.
@@ -336,8 +365,12 @@ def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout:
         raise ValueError(_("launch needs at least one RunConfig."))
     loops = list(loop) if isinstance(loop, (list, tuple)) else [loop] * len(configs)
     if len(loops) != len(configs) or not all(callable(each) for each in loops):
-        raise TypeError(_("launch needs the training loop too: launch(configs, train), "
-                          "with train(config, model, train_set), or one such loop per configuration."))
+        raise TypeError(
+            _(
+                "launch needs the training loop too: launch(configs, train), "
+                "with train(config, model, train_set), or one such loop per configuration."
+            )
+        )
     for config in configs:
         config.check()
 
@@ -349,7 +382,9 @@ def launch(configs: list[RunConfig], loop=None, num_processes: int = 2, timeout:
         return [asdict(measured_run(config, each, splits)) for config, each in zip(configs, loops)]
 
     per_rank = start_workers(job, num_processes, timeout)
-    return [[ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))]
+    return [
+        [ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))
+    ]
 
 
 def run_under_launcher(config: RunConfig, saved_loop) -> int:
@@ -364,10 +399,19 @@ def run_under_launcher(config: RunConfig, saved_loop) -> int:
         end_processes()
         return 2
     print(report.describe(), flush=True)
-    print(phrase("[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
-                 "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
-                 rank=report.rank, run=config.label, synchronizations=report.synchronizations,
-                 calls=report.allreduce_calls, bytes=report.allreduce_bytes, loss=report.eval_loss,
-                 accuracy=report.eval_accuracy), flush=True)
+    print(
+        phrase(
+            "[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
+            "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
+            rank=report.rank,
+            run=config.label,
+            synchronizations=report.synchronizations,
+            calls=report.allreduce_calls,
+            bytes=report.allreduce_bytes,
+            loss=report.eval_loss,
+            accuracy=report.eval_accuracy,
+        ),
+        flush=True,
+    )
     end_processes()
     return 0

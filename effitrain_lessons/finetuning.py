@@ -33,7 +33,9 @@ def lesson_data(model_name: str = TINY, source: str = "bundled") -> LessonData:
     from effitrain_lessons.data import SOURCES, load_tokenizer, tokenized_mrpc
 
     if source not in SOURCES:
-        raise ValueError(phrase('Unknown source {source!r}: use source="bundled" or source="hub".', source=source))
+        raise ValueError(
+            phrase('Unknown source {source!r}: use source="bundled" or source="hub".', source=source)
+        )
     if model_name == TINY:
         tokenizer, max_length = load_tokenizer(), 32
     else:
@@ -74,7 +76,9 @@ def fresh_model(model_name: str = TINY, seed: int = 0):
     return model
 
 
-FINE_TUNING_LEARNING_RATE = 2e-5  # for pretrained hub models such as bert-base-uncased (BERT paper: 2e-5 to 5e-5)
+FINE_TUNING_LEARNING_RATE = (
+    2e-5  # for pretrained hub models such as bert-base-uncased (BERT paper: 2e-5 to 5e-5)
+)
 
 
 def learning_rate_for(model_name: str) -> float:

@@ -45,5 +45,11 @@ def require_hub(what: str, instead: str) -> None:
     `what` is shown as it is given: a name, or a phrase already in the learner's language."""
     if not hub_reachable():
         reason = _("HF_HUB_OFFLINE is set") if offline_by_choice() else _("no network connection to it")
-        raise RuntimeError(phrase("Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.",
-                                  what=what, reason=reason, instead=instead))
+        raise RuntimeError(
+            phrase(
+                "Cannot load {what} from the Hugging Face Hub ({reason}): use {instead} instead.",
+                what=what,
+                reason=reason,
+                instead=instead,
+            )
+        )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gettext as _gettext
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 LANGUAGES = {"en": "English", "tr": "Türkçe"}
@@ -47,7 +47,7 @@ def language() -> str:
     return code if code in LANGUAGES else DEFAULT
 
 
-@lru_cache(maxsize=None)
+@cache
 def _catalog(code: str) -> _gettext.NullTranslations:
     return _gettext.translation(DOMAIN, LOCALE_DIR, languages=[code], fallback=True)
 
@@ -100,12 +100,14 @@ class Sentence(str):
     template: str
     values: dict
 
-    def __new__(cls, template: str, /, **values) -> "Sentence":
+    def __new__(cls, template: str, /, **values) -> Sentence:
         sentence = super().__new__(cls, template.format(**values))
         sentence.template, sentence.values = template, values
         return sentence
 
-    def __getnewargs_ex__(self):  # copied or pickled (dataclasses.asdict copies), it is made again from its parts
+    def __getnewargs_ex__(
+        self,
+    ):  # copied or pickled (dataclasses.asdict copies), it is made again from its parts
         return (self.template,), dict(self.values)
 
     def in_language(self, code: str) -> str:

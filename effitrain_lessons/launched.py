@@ -22,11 +22,18 @@ def who_am_i(environment: dict[str, str] | None = None) -> str:
     environment = os.environ if environment is None else environment
     world = environment.get("WORLD_SIZE")
     if world is None:
-        return phrase("process {pid}: {mark}(not set): no launcher made this a distributed run; it is the only process",
-                      pid=os.getpid(), mark=MARK)
-    return phrase("process {rank} of {world}: RANK={rank} {mark}{world} MASTER_ADDR={address}",
-                  rank=environment.get("RANK", "?"), world=world, mark=MARK,
-                  address=environment.get("MASTER_ADDR", "?"))
+        return phrase(
+            "process {pid}: {mark}(not set): no launcher made this a distributed run; it is the only process",
+            pid=os.getpid(),
+            mark=MARK,
+        )
+    return phrase(
+        "process {rank} of {world}: RANK={rank} {mark}{world} MASTER_ADDR={address}",
+        rank=environment.get("RANK", "?"),
+        world=world,
+        mark=MARK,
+        address=environment.get("MASTER_ADDR", "?"),
+    )
 
 
 if __name__ == "__main__":

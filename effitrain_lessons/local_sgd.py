@@ -32,9 +32,21 @@ from effitrain_lessons.tables import Table
 
 # Names that lived here until lesson 5 came to share them: where each one is now.
 MOVED = {
-    **{name: "effitrain_lessons.distributed_runs" for name in (
-        "MODES", "RunConfig", "ProcessReport", "EXIT", "fingerprint", "measured_run", "config_of", "summary",
-        "launch", "run_under_launcher")},
+    **{
+        name: "effitrain_lessons.distributed_runs"
+        for name in (
+            "MODES",
+            "RunConfig",
+            "ProcessReport",
+            "EXIT",
+            "fingerprint",
+            "measured_run",
+            "config_of",
+            "summary",
+            "launch",
+            "run_under_launcher",
+        )
+    },
     **{name: "effitrain_lessons.processes" for name in ("can_fork", "start_workers")},
 }
 __getattr__ = moved_names(__name__, MOVED)
@@ -56,22 +68,51 @@ def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
     rows = []
     for reports in runs:
         row = distributed_runs.summary(reports)
-        rows.append([row["run"], row["steps"], row["synchronizations"], row["expected"], row["allreduce_calls"],
-                     f"{row['megabytes']:.2f}", row["gradient_allreduces"], f"{row['eval_loss']:.4f}",
-                     f"{row['eval_accuracy']:.3f}", f"{row['ms_per_step']:.1f}",
-                     _yes_no(row["same_in_every_process"]), _yes_no(row["equal_at_end"])])
+        rows.append(
+            [
+                row["run"],
+                row["steps"],
+                row["synchronizations"],
+                row["expected"],
+                row["allreduce_calls"],
+                f"{row['megabytes']:.2f}",
+                row["gradient_allreduces"],
+                f"{row['eval_loss']:.4f}",
+                f"{row['eval_accuracy']:.3f}",
+                f"{row['ms_per_step']:.1f}",
+                _yes_no(row["same_in_every_process"]),
+                _yes_no(row["equal_at_end"]),
+            ]
+        )
     return Table(
-        ["run", "steps", "synchronizations", "rule", "all-reduce calls", "MB sent", "gradient all-reduces",
-         "validation loss", "validation accuracy", "ms per step", "same counts in every process",
-         "identical parameters at the end"],
+        [
+            "run",
+            "steps",
+            "synchronizations",
+            "rule",
+            "all-reduce calls",
+            "MB sent",
+            "gradient all-reduces",
+            "validation loss",
+            "validation accuracy",
+            "ms per step",
+            "same counts in every process",
+            "identical parameters at the end",
+        ],
         rows,
-        notes=[_("synchronizations: rounds of communication counted in process 0; rule: the optimizer steps for "
-                 "data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB sent: "
-                 "all-reduced by process 0.")])
+        notes=[
+            _(
+                "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps for "
+                "data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB sent: "
+                "all-reduced by process 0."
+            )
+        ],
+    )
 
 
-def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size: int = 8,
-                    timeout: float = 120.0) -> list[distributed_runs.ProcessReport]:
+def run_custom_loop(
+    loop, batches: int = 12, num_processes: int = 2, batch_size: int = 8, timeout: float = 120.0
+) -> list[distributed_runs.ProcessReport]:
     """Run `loop(accelerator, model, optimizer, dataloader)` in real processes and count its
     communication (lesson 4's exercise checks a learner's loop with it).
 
@@ -79,7 +120,9 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
     forward pass of the model. Returns one `ProcessReport` per process.
     """
     if not callable(loop):
-        raise TypeError(_("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader)."))
+        raise TypeError(
+            _("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader).")
+        )
 
     from effitrain_lessons.data import tokenized_mrpc
 
@@ -93,8 +136,12 @@ def run_custom_loop(loop, batches: int = 12, num_processes: int = 2, batch_size:
         from effitrain_lessons.models import tiny_bert
 
         accelerator = Accelerator(cpu=True)
-        report = distributed_runs.ProcessReport(rank=accelerator.process_index, num_processes=accelerator.num_processes,
-                               distributed_type=accelerator.distributed_type.value, config={})
+        report = distributed_runs.ProcessReport(
+            rank=accelerator.process_index,
+            num_processes=accelerator.num_processes,
+            distributed_type=accelerator.distributed_type.value,
+            config={},
+        )
         torch.manual_seed(0)
         model = tiny_bert(num_hidden_layers=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         counter = distributed_runs.CommunicationCounter(report)
@@ -127,9 +174,13 @@ def _lesson_04_loop():
 
 def main(argv: list[str] | None = None) -> int:
     """Run lesson 4's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
-    config = command_line(distributed_runs.RunConfig, argv, prog="python -m effitrain_lessons.local_sgd",
-                          description="Lesson 04's training with Local SGD (or plain data parallel), counting its "
-                                      "all-reduces. Start it with torchrun or accelerate launch for several processes.")
+    config = command_line(
+        distributed_runs.RunConfig,
+        argv,
+        prog="python -m effitrain_lessons.local_sgd",
+        description="Lesson 04's training with Local SGD (or plain data parallel), counting its "
+        "all-reduces. Start it with torchrun or accelerate launch for several processes.",
+    )
     return distributed_runs.run_under_launcher(config, _lesson_04_loop)
 
 

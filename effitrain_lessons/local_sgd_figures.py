@@ -32,10 +32,18 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
     Used by lesson 4 before it measures the same thing."""
     whole_numbers(k=k, steps=steps, devices=devices)
     if devices < 2:
-        raise ValueError(phrase("devices must be at least 2 to have something to synchronize, got {devices}.", devices=devices))
-    cases = {_("data parallel (DDP): gradients all-reduced every step"): None,
-             phrase("Local SGD, K = {k}: parameters averaged every {k} steps", k=k): k}
-    fig, axes = plt.subplots(len(cases), 1, figsize=(10, 1.3 + 0.55 * devices * len(cases)), layout="constrained")
+        raise ValueError(
+            phrase(
+                "devices must be at least 2 to have something to synchronize, got {devices}.", devices=devices
+            )
+        )
+    cases = {
+        _("data parallel (DDP): gradients all-reduced every step"): None,
+        phrase("Local SGD, K = {k}: parameters averaged every {k} steps", k=k): k,
+    }
+    fig, axes = plt.subplots(
+        len(cases), 1, figsize=(10, 1.3 + 0.55 * devices * len(cases)), layout="constrained"
+    )
     for ax, (title, every) in zip(axes, cases.items()):
         marks = _sync_marks(every, steps)
         for device in range(devices):
@@ -43,12 +51,27 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
             for step in range(1, steps + 1):
                 # between averages each copy moves its own way; an average brings them together again
                 offset = 0.0 if every is None else drift * (device - (devices - 1) / 2) * 0.12
-                ax.add_patch(plt.Rectangle((step - 0.9, device + offset - 0.25), 0.8, 0.5,
-                                           color=MEMORY_COLOURS["parameters"], alpha=0.75))
+                ax.add_patch(
+                    plt.Rectangle(
+                        (step - 0.9, device + offset - 0.25),
+                        0.8,
+                        0.5,
+                        color=MEMORY_COLOURS["parameters"],
+                        alpha=0.75,
+                    )
+                )
                 drift = 0.0 if step in marks else drift + 1
         for step in marks:
-            ax.add_patch(FancyArrowPatch((step, -0.4), (step, devices - 0.6), arrowstyle="<->", mutation_scale=12,
-                                         color=STATUS_COLOURS["recomputed"], lw=2))
+            ax.add_patch(
+                FancyArrowPatch(
+                    (step, -0.4),
+                    (step, devices - 0.6),
+                    arrowstyle="<->",
+                    mutation_scale=12,
+                    color=STATUS_COLOURS["recomputed"],
+                    lw=2,
+                )
+            )
         if every is None:
             what = phrase("{count} all-reduces\nof the gradients", count=len(marks))
         else:
@@ -60,31 +83,49 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
         ax.set_ylim(devices - 0.2, -0.8)
         ax.set_title(title, fontsize=10, loc="left")
         ax.spines[["top", "right", "left"]].set_visible(False)
-    axes[-1].set_xlabel(_("training step (blue: a copy's forward, backward and optimizer step; orange: an all-reduce)"))
+    axes[-1].set_xlabel(
+        _("training step (blue: a copy's forward, backward and optimizer step; orange: an all-reduce)")
+    )
     fig.suptitle(_("A drawing, not a measurement"), fontsize=10)
     return finish(fig)
 
 
-def plot_sync_timeline(syncs: Mapping[str, list[int]], steps: int, devices: int = 2, title: str | None = None) -> Figure:
+def plot_sync_timeline(
+    syncs: Mapping[str, list[int]], steps: int, devices: int = 2, title: str | None = None
+) -> Figure:
     """Slides 7-8 as a picture: one row of compute steps per device, one panel per schedule, and a
     vertical bar wherever the devices synchronize. `syncs` maps a label to the steps (1-based) after
     which that schedule communicated; lesson 4 draws the rule first, then the measured steps."""
     if not syncs:
         raise ValueError(_("plot_sync_timeline needs at least one schedule of synchronization steps."))
-    fig, axes = plt.subplots(len(syncs), 1, figsize=(10, 1.1 + 0.45 * devices * len(syncs)), layout="constrained",
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(syncs), 1, figsize=(10, 1.1 + 0.45 * devices * len(syncs)), layout="constrained", squeeze=False
+    )
     for ax, (label, at) in zip(axes[:, 0], syncs.items()):
         for device in range(devices):
-            ax.barh(device, [0.8] * steps, left=[s - 0.9 for s in range(1, steps + 1)], height=0.6,
-                    color=MEMORY_COLOURS["parameters"], alpha=0.75)
+            ax.barh(
+                device,
+                [0.8] * steps,
+                left=[s - 0.9 for s in range(1, steps + 1)],
+                height=0.6,
+                color=MEMORY_COLOURS["parameters"],
+                alpha=0.75,
+            )
         for step in at:
             if 1 <= step <= steps:
                 ax.axvline(step + 0.0, color=STATUS_COLOURS["recomputed"], lw=2.5)
         ax.set_yticks(range(devices), [phrase("device {number}", number=d) for d in range(devices)])
         ax.set_xlim(0, steps + 0.5)
-        ax.set_title(phrase("{label}: {count} synchronizations in {steps} steps",
-                            label=_(label), count=len([s for s in at if 1 <= s <= steps]), steps=steps),
-                     fontsize=9, loc="left")
+        ax.set_title(
+            phrase(
+                "{label}: {count} synchronizations in {steps} steps",
+                label=_(label),
+                count=len([s for s in at if 1 <= s <= steps]),
+                steps=steps,
+            ),
+            fontsize=9,
+            loc="left",
+        )
         ax.spines[["top", "right", "left"]].set_visible(False)
         ax.invert_yaxis()
     axes[-1, 0].set_xlabel(_("training step (blue: compute; orange: all-reduce)"))
@@ -103,11 +144,29 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
         raise ValueError(_("plot_local_sgd_sweep needs at least one Local SGD row."))
     ks = [row["k"] for row in rows]
     fig, (comm_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
-    comm_ax.plot(ks, [row["synchronizations"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label=_("synchronizations"))
-    comm_ax.axhline(baseline["synchronizations"], color=STATUS_COLOURS["recomputed"], ls="--", lw=1, label=_("data parallel"))
+    comm_ax.plot(
+        ks,
+        [row["synchronizations"] for row in rows],
+        "o-",
+        color=STATUS_COLOURS["recomputed"],
+        label=_("synchronizations"),
+    )
+    comm_ax.axhline(
+        baseline["synchronizations"],
+        color=STATUS_COLOURS["recomputed"],
+        ls="--",
+        lw=1,
+        label=_("data parallel"),
+    )
     comm_ax.set_ylabel(_("synchronizations per process"))
     bytes_ax = comm_ax.twinx()
-    bytes_ax.plot(ks, [row["megabytes"] for row in rows], "s:", color=MEMORY_COLOURS["parameters"], label=_("MB all-reduced"))
+    bytes_ax.plot(
+        ks,
+        [row["megabytes"] for row in rows],
+        "s:",
+        color=MEMORY_COLOURS["parameters"],
+        label=_("MB all-reduced"),
+    )
     bytes_ax.axhline(baseline["megabytes"], color=MEMORY_COLOURS["parameters"], ls="--", lw=1)
     bytes_ax.set_ylabel(_("MB all-reduced per process"))
     for ax in (comm_ax, bytes_ax):
@@ -118,11 +177,23 @@ def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | No
     comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="lower left")
     comm_ax.set_title(_("communication"), fontsize=10)
 
-    loss_ax.plot(ks, [row["eval_loss"] for row in rows], "o-", color=MEMORY_COLOURS["activations"], label=_("validation loss"))
+    loss_ax.plot(
+        ks,
+        [row["eval_loss"] for row in rows],
+        "o-",
+        color=MEMORY_COLOURS["activations"],
+        label=_("validation loss"),
+    )
     loss_ax.axhline(baseline["eval_loss"], color=MEMORY_COLOURS["activations"], ls="--", lw=1)
     loss_ax.set_ylabel(_("final validation loss"))
     accuracy_ax = loss_ax.twinx()
-    accuracy_ax.plot(ks, [row["eval_accuracy"] for row in rows], "s:", color=STATUS_COLOURS["stored"], label=_("validation accuracy"))
+    accuracy_ax.plot(
+        ks,
+        [row["eval_accuracy"] for row in rows],
+        "s:",
+        color=STATUS_COLOURS["stored"],
+        label=_("validation accuracy"),
+    )
     accuracy_ax.axhline(baseline["eval_accuracy"], color=STATUS_COLOURS["stored"], ls="--", lw=1)
     accuracy_ax.set_ylabel(_("validation accuracy"))
     handles = loss_ax.get_legend_handles_labels()[0] + accuracy_ax.get_legend_handles_labels()[0]
@@ -149,7 +220,13 @@ def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Fi
     for row in rows:
         colour = MEMORY_COLOURS["parameters"] if row["k"] is None else STATUS_COLOURS["recomputed"]
         ax.scatter(row["megabytes"], row["eval_loss"], color=colour, zorder=3)
-        ax.annotate(_(row["run"]), (row["megabytes"], row["eval_loss"]), textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.annotate(
+            _(row["run"]),
+            (row["megabytes"], row["eval_loss"]),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize=8,
+        )
     ax.set_xscale("log")
     ax.set_xlabel(_("MB all-reduced per process (log scale)"))
     ax.set_ylabel(_("final validation loss"))
@@ -159,7 +236,9 @@ def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Fi
     return finish(fig)
 
 
-def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4), k: int = 8, num_processes: int = 2):
+def local_sgd_explorer(
+    run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4), k: int = 8, num_processes: int = 2
+):
     """A K slider and a process-count menu above a figure: changing either calls
     `run(k, num_processes)`, which must return a new Figure, and shows it in place of the old one.
     `figure` is shown first (a static image stays where widgets cannot render). Used by lesson 4."""
@@ -167,6 +246,11 @@ def local_sgd_explorer(run, figure, ks=(1, 2, 4, 8, 16, 32), processes=(2, 3, 4)
 
     slider = widgets.SelectionSlider(options=list(ks), value=k, description="K", continuous_update=False)
     menu = widgets.Dropdown(options=list(processes), value=num_processes, description=_("processes"))
-    return rerun_explorer(run, figure, [slider, menu], _("Move K or change the number of processes to run again."),
-                           lambda k, n: phrase("running K={k} on {processes} processes...", k=k, processes=n),
-                           lambda k, n: phrase("K={k}, {processes} processes: measured just now.", k=k, processes=n))
+    return rerun_explorer(
+        run,
+        figure,
+        [slider, menu],
+        _("Move K or change the number of processes to run again."),
+        lambda k, n: phrase("running K={k} on {processes} processes...", k=k, processes=n),
+        lambda k, n: phrase("K={k}, {processes} processes: measured just now.", k=k, processes=n),
+    )

@@ -98,7 +98,13 @@ def _forward(model: torch.nn.Module, batch) -> object:
 
 
 def _tensors_in(batch) -> list[torch.Tensor]:
-    values = batch.values() if isinstance(batch, Mapping) else batch if isinstance(batch, tuple | list) else [batch]
+    values = (
+        batch.values()
+        if isinstance(batch, Mapping)
+        else batch
+        if isinstance(batch, tuple | list)
+        else [batch]
+    )
     return [value for value in values if isinstance(value, torch.Tensor)]
 
 
@@ -117,10 +123,12 @@ def _loss_of(outputs, loss_fn: Callable | None) -> torch.Tensor:
         return loss
     if isinstance(outputs, torch.Tensor):
         return outputs.float().sum()
-    raise ValueError(_(
-        "The model's output has no .loss and is not a tensor: pass loss_fn=... to say how to get a loss "
-        "(or include labels in the batch)."
-    ))
+    raise ValueError(
+        _(
+            "The model's output has no .loss and is not a tensor: pass loss_fn=... to say how to get a loss "
+            "(or include labels in the batch)."
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -140,8 +148,12 @@ class StepReport(ShowsAsTable):
         peak = _("n/a (not CUDA)") if self.peak_bytes is None else format_bytes(self.peak_bytes)
         # "train" and "eval" stay as they are: the names of the modes model.train() and model.eval() set
         return [
-            (_("saved activations"), phrase("{size} in {count} tensors", size=format_bytes(self.saved_bytes),
-                                             count=self.saved_tensors)),
+            (
+                _("saved activations"),
+                phrase(
+                    "{size} in {count} tensors", size=format_bytes(self.saved_bytes), count=self.saved_tensors
+                ),
+            ),
             (_("FLOPs (fwd + bwd)"), format_flops(self.flops)),
             (_("FLOPs (forward)"), format_flops(self.forward_flops)),
             (_("time"), f"{self.seconds * 1e3:,.1f} ms"),
@@ -190,8 +202,14 @@ class StepComparison(ShowsAsTable):
 
     def rows(self) -> list[tuple[str, str]]:
         rows = [
-            (_("saved activations"), phrase("{ratio:.3f}x ({reduction:.1%} fewer bytes)", ratio=self.saved_bytes,
-                                             reduction=self.saved_reduction)),
+            (
+                _("saved activations"),
+                phrase(
+                    "{ratio:.3f}x ({reduction:.1%} fewer bytes)",
+                    ratio=self.saved_bytes,
+                    reduction=self.saved_reduction,
+                ),
+            ),
             (_("FLOPs"), f"{self.flops:.3f}x"),
             (_("time"), f"{self.seconds:.2f}x"),
         ]
@@ -258,7 +276,9 @@ def measure_step(
     The model's mode is respected: in `eval()` mode checkpointing keeps everything (lesson 1 shows it).
     """
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(phrase("measure_step needs a torch.nn.Module, got {kind}.", kind=type(model).__name__))
+        raise TypeError(
+            phrase("measure_step needs a torch.nn.Module, got {kind}.", kind=type(model).__name__)
+        )
     parameter = next(model.parameters(), None)
     device = parameter.device if parameter is not None else torch.device("cpu")
 
@@ -298,10 +318,12 @@ def measure_step(
 
 def _check_loss(loss: torch.Tensor) -> None:
     if not loss.requires_grad:
-        raise RuntimeError(_(
-            "The loss does not require grad, so there is nothing to measure in backward: "
-            "check that the model has trainable parameters and that no torch.no_grad() is active."
-        ))
+        raise RuntimeError(
+            _(
+                "The loss does not require grad, so there is nothing to measure in backward: "
+                "check that the model has trainable parameters and that no torch.no_grad() is active."
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,7 +380,9 @@ def training_memory(
     import copy
 
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(phrase("training_memory needs a torch.nn.Module, got {kind}.", kind=type(model).__name__))
+        raise TypeError(
+            phrase("training_memory needs a torch.nn.Module, got {kind}.", kind=type(model).__name__)
+        )
     model = copy.deepcopy(model)
     with record_saved_tensors(model) as log:
         loss = _loss_of(_forward(model, batch), loss_fn)

@@ -20,13 +20,21 @@ def compute_metrics(eval_pred) -> dict[str, float]:
     try:
         logits, labels = eval_pred
     except (TypeError, ValueError):
-        raise ValueError(_("compute_metrics expects a (logits, labels) pair, as Trainer passes it.")) from None
+        raise ValueError(
+            _("compute_metrics expects a (logits, labels) pair, as Trainer passes it.")
+        ) from None
     if isinstance(logits, tuple):  # models that return more than logits
         logits = logits[0]
     logits, labels = np.asarray(logits), np.asarray(labels)
     if logits.ndim != 2 or labels.ndim != 1 or len(logits) != len(labels):
-        raise ValueError(phrase("Expected logits of shape [n, num_labels] and labels of shape [n]; "
-                                "got {logits} and {labels}.", logits=logits.shape, labels=labels.shape))
+        raise ValueError(
+            phrase(
+                "Expected logits of shape [n, num_labels] and labels of shape [n]; "
+                "got {logits} and {labels}.",
+                logits=logits.shape,
+                labels=labels.shape,
+            )
+        )
     predictions = logits.argmax(axis=-1)
     true_positives = np.sum((predictions == 1) & (labels == 1))
     predicted_or_actual = np.sum(predictions == 1) + np.sum(labels == 1)  # = 2 TP + FP + FN

@@ -45,8 +45,11 @@ def tiny_bert(num_labels: int = 2, *, dropout: bool = True, **overrides) -> Bert
     try:
         return BertForSequenceClassification(BertConfig(num_labels=num_labels, **settings))
     except (TypeError, ValueError) as error:
-        raise ValueError(phrase("These settings do not make a valid BERT ({error}); check the names and sizes.",
-                                error=error)) from None
+        raise ValueError(
+            phrase(
+                "These settings do not make a valid BERT ({error}); check the names and sizes.", error=error
+            )
+        ) from None
 
 
 def load(name: str, num_labels: int = 2):

@@ -42,11 +42,26 @@ def moved_names(old: str, places: Mapping[str, str]) -> Callable[[str], object]:
         if place is None:
             raise AttributeError(f"module {old!r} has no attribute {name!r}")
         if place.endswith(SCRIPT):
-            raise ImportError(phrase("{name} moved out of the package, to {place} in the course's repository: "
-                                     "run that script in a checkout.", name=name, place=place), name=old)
+            raise ImportError(
+                phrase(
+                    "{name} moved out of the package, to {place} in the course's repository: "
+                    "run that script in a checkout.",
+                    name=name,
+                    place=place,
+                ),
+                name=old,
+            )
         # stacklevel 2: the warning names the line that imported the name (the learner's cell)
-        warnings.warn(phrase("{name} moved to {place}: import it from there; the old place goes in the next "
-                             "minor version.", name=name, place=place), FutureWarning, stacklevel=2)
+        warnings.warn(
+            phrase(
+                "{name} moved to {place}: import it from there; the old place goes in the next "
+                "minor version.",
+                name=name,
+                place=place,
+            ),
+            FutureWarning,
+            stacklevel=2,
+        )
         return getattr(importlib.import_module(place), name)
 
     return __getattr__

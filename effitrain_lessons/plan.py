@@ -100,14 +100,22 @@ def _read_config(model) -> tuple[str, dict]:
         if path.is_dir():
             path = path / "config.json"
         if not path.is_file():
-            raise ValueError(phrase(
-                "There is no model {name!r} here: use one of {known}, or give a folder that holds a config.json.",
-                name=text, known=", ".join(bundled_models())))
+            raise ValueError(
+                phrase(
+                    "There is no model {name!r} here: use one of {known}, or give a folder that holds a config.json.",
+                    name=text,
+                    known=", ".join(bundled_models()),
+                )
+            )
     try:
-        return (bundled.get(text.lower(), path.parent.name if path.name == "config.json" else path.stem),
-                json.loads(path.read_text(encoding="utf-8")))
+        return (
+            bundled.get(text.lower(), path.parent.name if path.name == "config.json" else path.stem),
+            json.loads(path.read_text(encoding="utf-8")),
+        )
     except (OSError, json.JSONDecodeError) as error:
-        raise ValueError(phrase("{path} is not a readable JSON config ({error}).", path=path, error=error)) from None
+        raise ValueError(
+            phrase("{path} is not a readable JSON config ({error}).", path=path, error=error)
+        ) from None
 
 
 def model_shape(model) -> ModelShape:
@@ -124,9 +132,13 @@ def _config(settings: dict, attention: str | None = None):
     settings = dict(settings)
     family = settings.pop("model_type", None)
     if family not in FAMILIES:
-        raise ValueError(phrase(
-            "The planner knows BERT, GPT-2 and Llama-style configs (model_type {known}), not {family!r}.",
-            known=", ".join(FAMILIES), family=family))
+        raise ValueError(
+            phrase(
+                "The planner knows BERT, GPT-2 and Llama-style configs (model_type {known}), not {family!r}.",
+                known=", ".join(FAMILIES),
+                family=family,
+            )
+        )
     for key in ("name", "transformers_version", "_name_or_path", "architectures", "attn_implementation"):
         settings.pop(key, None)
     if attention:
@@ -167,9 +179,21 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
     unique = {id(p): p for p in built.parameters()}  # tied weights (GPT-2's, Llama 3.2's) count once
     if family == "gpt2":
         hidden, heads = config.n_embd, config.n_head
-        return ModelShape(name, family, config.n_layer, hidden, heads, hidden, config.n_inner or 4 * hidden,
-                          config.vocab_size, config.activation_function, config.resid_pdrop, config.attn_pdrop,
-                          sum(p.numel() for p in unique.values()), len(unique))
+        return ModelShape(
+            name,
+            family,
+            config.n_layer,
+            hidden,
+            heads,
+            hidden,
+            config.n_inner or 4 * hidden,
+            config.vocab_size,
+            config.activation_function,
+            config.resid_pdrop,
+            config.attn_pdrop,
+            sum(p.numel() for p in unique.values()),
+            len(unique),
+        )
     if family == "bert":
         dropouts = (config.hidden_dropout_prob, config.attention_probs_dropout_prob)
         kv_hidden = config.hidden_size
@@ -177,9 +201,20 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
         dropouts = (0.0, config.attention_dropout)
         head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
         kv_hidden = config.num_key_value_heads * head_dim
-    return ModelShape(name, family, config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
-                      kv_hidden, config.intermediate_size, config.vocab_size, config.hidden_act, *dropouts,
-                      sum(p.numel() for p in unique.values()), len(unique))
+    return ModelShape(
+        name,
+        family,
+        config.num_hidden_layers,
+        config.hidden_size,
+        config.num_attention_heads,
+        kv_hidden,
+        config.intermediate_size,
+        config.vocab_size,
+        config.hidden_act,
+        *dropouts,
+        sum(p.numel() for p in unique.values()),
+        len(unique),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,27 +228,52 @@ class Settings:
     batch: int = field(default=8, metadata={"help": "sequences per optimizer step (the effective batch)"})
     seq: int = field(default=128, metadata={"help": "tokens per sequence"})
     accumulation: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
-    precision: str = field(default="fp32", metadata={"help": "the weights' and activations' type",
-                                                     "choices": PRECISIONS})
-    master_weights: bool = field(default=True, metadata={
-        "help": "with bf16/fp16: keep an fp32 copy of the weights and fp32 optimizer state (mixed precision)"})
+    precision: str = field(
+        default="fp32", metadata={"help": "the weights' and activations' type", "choices": PRECISIONS}
+    )
+    master_weights: bool = field(
+        default=True,
+        metadata={
+            "help": "with bf16/fp16: keep an fp32 copy of the weights and fp32 optimizer state (mixed precision)"
+        },
+    )
     optimizer: str = field(default="adamw", metadata={"help": "the optimizer", "choices": OPTIMIZERS})
-    attention: str = field(default="sdpa", metadata={
-        "help": "eager keeps the a*s*s score matrices; sdpa (fused) does not", "choices": ATTENTIONS})
+    attention: str = field(
+        default="sdpa",
+        metadata={
+            "help": "eager keeps the a*s*s score matrices; sdpa (fused) does not",
+            "choices": ATTENTIONS,
+        },
+    )
     checkpointing: bool = field(default=False, metadata={"help": "recompute each layer in backward"})
     device: str = field(default="cuda", metadata={"help": "where it trains", "choices": DEVICES})
 
     def __post_init__(self) -> None:
         whole_numbers(batch=self.batch, seq=self.seq, accumulation=self.accumulation)
         if self.batch % self.accumulation:
-            raise ValueError(phrase(
-                "An effective batch of {batch} does not split into {accumulation} equal micro-batches: "
-                "choose an accumulation that divides the batch.", batch=self.batch, accumulation=self.accumulation))
-        for name, allowed in (("precision", PRECISIONS), ("optimizer", OPTIMIZERS), ("attention", ATTENTIONS),
-                              ("device", DEVICES)):
+            raise ValueError(
+                phrase(
+                    "An effective batch of {batch} does not split into {accumulation} equal micro-batches: "
+                    "choose an accumulation that divides the batch.",
+                    batch=self.batch,
+                    accumulation=self.accumulation,
+                )
+            )
+        for name, allowed in (
+            ("precision", PRECISIONS),
+            ("optimizer", OPTIMIZERS),
+            ("attention", ATTENTIONS),
+            ("device", DEVICES),
+        ):
             if getattr(self, name) not in allowed:
-                raise ValueError(phrase("{name} must be one of {allowed}, got {value!r}.",
-                                        name=name, allowed=", ".join(allowed), value=getattr(self, name)))
+                raise ValueError(
+                    phrase(
+                        "{name} must be one of {allowed}, got {value!r}.",
+                        name=name,
+                        allowed=", ".join(allowed),
+                        value=getattr(self, name),
+                    )
+                )
 
     @property
     def micro_batch(self) -> int:
@@ -227,8 +287,13 @@ def _settings(settings: Settings | None, options: dict) -> Settings:
     known = [f.name for f in fields(Settings)]
     unknown = [name for name in options if name not in known]
     if unknown:
-        raise ValueError(phrase("{name!r} is not a setting of the estimate: use {known}.",
-                                name=unknown[0], known=", ".join(known)))
+        raise ValueError(
+            phrase(
+                "{name!r} is not a setting of the estimate: use {known}.",
+                name=unknown[0],
+                known=", ".join(known),
+            )
+        )
     return replace(settings or Settings(), **options)
 
 
@@ -276,16 +341,20 @@ def layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     if shape.family == "llama":
         # q, k, v projections' input, q and the output, two RMSNorms (input and normalised), o_proj
         # and down_proj inputs; eager attention repeats the keys and values to h.
-        terms = [Term(8, "sbh", act, N_("layer inputs, norms and projections")),
-                 Term(2, "sbk" if fused else "sbh", act, N_("keys and values")),
-                 Term(4, "sbf", act, N_("feed-forward (SwiGLU)")),
-                 Term(2, "sb", stat, N_("norm statistics"))]
+        terms = [
+            Term(8, "sbh", act, N_("layer inputs, norms and projections")),
+            Term(2, "sbk" if fused else "sbh", act, N_("keys and values")),
+            Term(4, "sbf", act, N_("feed-forward (SwiGLU)")),
+            Term(2, "sb", stat, N_("norm statistics")),
+        ]
     else:
         mlp = 5 if shape.activation == "gelu_new" else 2  # gelu_new, in Python, keeps 3 more
         projections = 10 if (shape.family == "gpt2" and fused) else 8
-        terms = [Term(projections, "sbh", act, N_("layer inputs, norms and projections")),
-                 Term(mlp, "sbf", act, N_("feed-forward")),
-                 Term(4, "sb", stat, N_("norm statistics"))]
+        terms = [
+            Term(projections, "sbh", act, N_("layer inputs, norms and projections")),
+            Term(mlp, "sbf", act, N_("feed-forward")),
+            Term(4, "sb", stat, N_("norm statistics")),
+        ]
         if shape.hidden_dropout > 0:
             terms.append(Term(2, "sbh", mask, N_("dropout masks")))
     if fused:
@@ -293,8 +362,10 @@ def layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     else:
         terms.append(Term(1, "as²b", act, N_("attention scores")))
         if shape.attention_dropout > 0:
-            terms += [Term(1, "as²b", mask, N_("attention dropout mask")),
-                      Term(1, "as²b", act, N_("attention after dropout"))]
+            terms += [
+                Term(1, "as²b", mask, N_("attention dropout mask")),
+                Term(1, "as²b", act, N_("attention after dropout")),
+            ]
     return terms
 
 
@@ -303,7 +374,10 @@ def outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     size = _bytes(settings)
     act, mask = size["act"], size["mask"]
     if shape.family == "llama":
-        return [Term(3, "sbh", act, N_("embeddings and final norm")), Term(1, "sbV", 4, N_("loss (fp32 log-softmax)"))]
+        return [
+            Term(3, "sbh", act, N_("embeddings and final norm")),
+            Term(1, "sbV", 4, N_("loss (fp32 log-softmax)")),
+        ]
     terms = [Term(2, "sbh", act, N_("embeddings and final norm"))]
     if shape.hidden_dropout > 0:
         terms.append(Term(1, "sbh", mask, N_("embedding dropout mask")))
@@ -312,7 +386,10 @@ def outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     else:
         terms.append(Term(1, "bh", act, N_("pooler")))
         if shape.hidden_dropout > 0:
-            terms += [Term(1, "bh", mask, N_("classifier dropout mask")), Term(1, "bh", act, N_("classifier input"))]
+            terms += [
+                Term(1, "bh", mask, N_("classifier dropout mask")),
+                Term(1, "bh", act, N_("classifier input")),
+            ]
     return terms
 
 
@@ -341,8 +418,15 @@ def korthikanti_checkpointed_layer_bytes(s: int, b: int, h: int) -> int:
 
 
 def _dims(shape: ModelShape, settings: Settings) -> dict[str, int]:
-    return {"s": settings.seq, "b": settings.micro_batch, "h": shape.hidden, "f": shape.intermediate,
-            "a": shape.heads, "V": shape.vocab, "k": shape.kv_hidden}
+    return {
+        "s": settings.seq,
+        "b": settings.micro_batch,
+        "h": shape.hidden,
+        "f": shape.intermediate,
+        "a": shape.heads,
+        "V": shape.vocab,
+        "k": shape.kv_hidden,
+    }
 
 
 def _total(terms: list[Term], dims: dict[str, int]) -> int:
@@ -403,22 +487,40 @@ class Estimate(ShowsAsTable):
         return Table(["memory", "bytes", "formula"], rows, title=describe(self))
 
     def to_dict(self) -> dict:
-        return {"model": asdict(self.model), "settings": asdict(self.settings),
-                "lines": [asdict(line) for line in self.lines], "modelled_bytes": self.modelled,
-                "total_bytes": self.total}
+        return {
+            "model": asdict(self.model),
+            "settings": asdict(self.settings),
+            "lines": [asdict(line) for line in self.lines],
+            "modelled_bytes": self.modelled,
+            "total_bytes": self.total,
+        }
 
 
 def describe(estimate: Estimate) -> str:
     """One line naming the model and the setup."""
     s = estimate.settings
-    precision = s.precision if s.precision == "fp32" else (
-        phrase("{precision} mixed", precision=s.precision) if s.master_weights else phrase("pure {precision}",
-                                                                                          precision=s.precision))
-    return phrase("{model}: batch {batch} ({accumulation} x {micro}), sequence {seq}, {precision}, {optimizer}, "
-                  "{attention} attention, checkpointing {checkpointing}",
-                  model=estimate.model.name, batch=s.batch, accumulation=s.accumulation, micro=s.micro_batch,
-                  seq=s.seq, precision=precision, optimizer=s.optimizer, attention=s.attention,
-                  checkpointing=_("on") if s.checkpointing else _("off"))
+    precision = (
+        s.precision
+        if s.precision == "fp32"
+        else (
+            phrase("{precision} mixed", precision=s.precision)
+            if s.master_weights
+            else phrase("pure {precision}", precision=s.precision)
+        )
+    )
+    return phrase(
+        "{model}: batch {batch} ({accumulation} x {micro}), sequence {seq}, {precision}, {optimizer}, "
+        "{attention} attention, checkpointing {checkpointing}",
+        model=estimate.model.name,
+        batch=s.batch,
+        accumulation=s.accumulation,
+        micro=s.micro_batch,
+        seq=s.seq,
+        precision=precision,
+        optimizer=s.optimizer,
+        attention=s.attention,
+        checkpointing=_("on") if s.checkpointing else _("off"),
+    )
 
 
 def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
@@ -432,9 +534,24 @@ def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
     lines.append(Line(N_("gradients"), weight * p, f"{weight} B × {p:,}"))
     if settings.optimizer == "adamw":
         # two moments, and PyTorch's step count: one fp32 scalar tensor per parameter tensor
-        lines.append(Line(N_("optimizer state"), 2 * state * p + 4 * t, phrase("2 × {state} B × {parameters:,} + 4 B × {tensors} tensors", state=state, parameters=p, tensors=t)))
+        lines.append(
+            Line(
+                N_("optimizer state"),
+                2 * state * p + 4 * t,
+                phrase(
+                    "2 × {state} B × {parameters:,} + 4 B × {tensors} tensors",
+                    state=state,
+                    parameters=p,
+                    tensors=t,
+                ),
+            )
+        )
     elif settings.optimizer == "adamw-8bit":
-        lines.append(Line(N_("optimizer state"), 2 * p, phrase("2 × 1 B × {parameters:,} (8-bit moments)", parameters=p)))
+        lines.append(
+            Line(
+                N_("optimizer state"), 2 * p, phrase("2 × 1 B × {parameters:,} (8-bit moments)", parameters=p)
+            )
+        )
     elif settings.optimizer == "sgd-momentum":
         lines.append(Line(N_("optimizer state"), state * p, f"{state} B × {p:,}"))
     else:
@@ -468,12 +585,21 @@ def estimate(model, settings: Settings | None = None, **options) -> Estimate:
     shape = model_shape(model)
     lines = _state_lines(shape, settings)
     saved = activation_bytes(shape, settings)
-    per_layer = _formula(checkpointed_layer_terms(shape, settings) if settings.checkpointing
-                         else layer_terms(shape, settings))
-    outside = checkpointed_outside_terms(shape, settings) if settings.checkpointing else outside_terms(shape, settings)
-    lines.append(Line(N_("activations"), saved["kept"], f"{shape.layers} × ({per_layer}) + {_formula(outside)}"))
+    per_layer = _formula(
+        checkpointed_layer_terms(shape, settings) if settings.checkpointing else layer_terms(shape, settings)
+    )
+    outside = (
+        checkpointed_outside_terms(shape, settings)
+        if settings.checkpointing
+        else outside_terms(shape, settings)
+    )
+    lines.append(
+        Line(N_("activations"), saved["kept"], f"{shape.layers} × ({per_layer}) + {_formula(outside)}")
+    )
     if settings.checkpointing:
-        lines.append(Line(N_("one layer recomputed"), saved["recomputed"], _formula(layer_terms(shape, settings))))
+        lines.append(
+            Line(N_("one layer recomputed"), saved["recomputed"], _formula(layer_terms(shape, settings)))
+        )
     modelled = sum(line.nbytes for line in lines)
     allowance = math.ceil(UNMODELLED_SHARE * modelled)
     formula = f"{UNMODELLED_SHARE:.0%} × {format_bytes(modelled)}"
@@ -503,10 +629,24 @@ def memory_of(memory) -> int:
         return presets[text.lower()]
     found = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?", text, flags=re.IGNORECASE)
     if not found or float(found.group(1)) <= 0:
-        raise ValueError(phrase("{memory!r} is neither a GPU ({known}) nor a size such as 16GiB or 15360MiB.",
-                                memory=text, known=", ".join(GPUS)))
-    units = {"b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-             "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+        raise ValueError(
+            phrase(
+                "{memory!r} is neither a GPU ({known}) nor a size such as 16GiB or 15360MiB.",
+                memory=text,
+                known=", ".join(GPUS),
+            )
+        )
+    units = {
+        "b": 1,
+        "kb": 10**3,
+        "mb": 10**6,
+        "gb": 10**9,
+        "tb": 10**12,
+        "kib": 2**10,
+        "mib": 2**20,
+        "gib": 2**30,
+        "tib": 2**40,
+    }
     return int(float(found.group(1)) * units[(found.group(2) or "b").lower()])
 
 
@@ -555,22 +695,45 @@ class Verdict:
         return self.estimate.total <= self.memory
 
     def sentence(self) -> str:
-        used = phrase("{total} of {memory}", total=format_bytes(self.estimate.total), memory=format_bytes(self.memory))
+        used = phrase(
+            "{total} of {memory}", total=format_bytes(self.estimate.total), memory=format_bytes(self.memory)
+        )
         if self.fits:
-            return phrase("{gpu}: fits ({used}); the largest micro-batch that fits is {largest}.",
-                          gpu=self.gpu, used=used, largest=self.largest_micro_batch)
+            return phrase(
+                "{gpu}: fits ({used}); the largest micro-batch that fits is {largest}.",
+                gpu=self.gpu,
+                used=used,
+                largest=self.largest_micro_batch,
+            )
         if self.remedies:
-            return phrase("{gpu}: does not fit ({used}); it would with {remedies}.", gpu=self.gpu, used=used,
-                          remedies=_(" or ").join(_(text).format(**values(remedy))
-                                                  for text, remedy in self.remedies))
-        return phrase("{gpu}: does not fit ({used}), and no single change the planner knows makes it fit.",
-                      gpu=self.gpu, used=used)
+            return phrase(
+                "{gpu}: does not fit ({used}); it would with {remedies}.",
+                gpu=self.gpu,
+                used=used,
+                remedies=_(" or ").join(_(text).format(**values(remedy)) for text, remedy in self.remedies),
+            )
+        return phrase(
+            "{gpu}: does not fit ({used}), and no single change the planner knows makes it fit.",
+            gpu=self.gpu,
+            used=used,
+        )
 
     def to_dict(self) -> dict:
-        return {"gpu": self.gpu, "memory_bytes": self.memory, "fits": self.fits, "total_bytes": self.estimate.total,
-                "largest_micro_batch": self.largest_micro_batch,
-                "remedies": [{"change": _(text).format(**values(remedy)), "settings": asdict(remedy.settings),
-                              "total_bytes": remedy.total} for text, remedy in self.remedies]}
+        return {
+            "gpu": self.gpu,
+            "memory_bytes": self.memory,
+            "fits": self.fits,
+            "total_bytes": self.estimate.total,
+            "largest_micro_batch": self.largest_micro_batch,
+            "remedies": [
+                {
+                    "change": _(text).format(**values(remedy)),
+                    "settings": asdict(remedy.settings),
+                    "total_bytes": remedy.total,
+                }
+                for text, remedy in self.remedies
+            ],
+        }
 
 
 def values(estimate: Estimate) -> dict:
@@ -602,8 +765,12 @@ def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
                     remedies.append((text, changed))
         k = smallest_accumulation(model, memory, settings)
         if k is not None:
-            remedies.append((N_("accumulation {accumulation} (micro-batches of {micro})"),
-                             estimate(model, settings, accumulation=k)))
+            remedies.append(
+                (
+                    N_("accumulation {accumulation} (micro-batches of {micro})"),
+                    estimate(model, settings, accumulation=k),
+                )
+            )
     presets = {preset.lower(): preset for preset in GPUS}
     name = presets.get(str(gpu).lower(), gpu if isinstance(gpu, str) else format_bytes(memory))
     return Verdict(name, memory, base, tuple(remedies), largest_micro_batch(model, memory, settings))

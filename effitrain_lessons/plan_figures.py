@@ -39,11 +39,18 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
     the bars (default: each estimate's setup). Used by lesson 6 and `plan_explorer`."""
     estimates = list(estimates)
     if not estimates:
-        raise ValueError(_("plot_memory_estimates needs at least one estimate, e.g. [estimate(\"bert-base-uncased\")]."))
+        raise ValueError(
+            _('plot_memory_estimates needs at least one estimate, e.g. [estimate("bert-base-uncased")].')
+        )
     labels = [plan.describe(e) for e in estimates] if labels is None else [_(label) for label in labels]
     if len(labels) != len(estimates):
-        raise ValueError(phrase("plot_memory_estimates has {estimates} estimates and {labels} labels: give one label each.",
-                                estimates=len(estimates), labels=len(labels)))
+        raise ValueError(
+            phrase(
+                "plot_memory_estimates has {estimates} estimates and {labels} labels: give one label each.",
+                estimates=len(estimates),
+                labels=len(labels),
+            )
+        )
     limit = None if gpu is None else plan.memory_of(gpu)
     gib = 2**30
     longest = max([e.total for e in estimates] + [limit or 0]) / gib
@@ -52,28 +59,60 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
         left = 0.0
         for line in estimate.lines:
             width = line.nbytes / gib
-            ax.barh(row, width, left=left, height=0.62, color=PLAN_COLOURS.get(line.name, "#999999"),
-                    edgecolor="white", linewidth=0.6, hatch=None if line.modelled else "//", gid="memory-line")
+            ax.barh(
+                row,
+                width,
+                left=left,
+                height=0.62,
+                color=PLAN_COLOURS.get(line.name, "#999999"),
+                edgecolor="white",
+                linewidth=0.6,
+                hatch=None if line.modelled else "//",
+                gid="memory-line",
+            )
             left += width
         over = limit is not None and estimate.total > limit
-        ax.text(left + 0.01 * longest, row, format_bytes(estimate.total), va="center", fontsize=8,
-                color="#cf222e" if over else "#333333", fontweight="bold" if over else "normal",
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+        ax.text(
+            left + 0.01 * longest,
+            row,
+            format_bytes(estimate.total),
+            va="center",
+            fontsize=8,
+            color="#cf222e" if over else "#333333",
+            fontweight="bold" if over else "normal",
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
+        )
     if limit is not None:
         presets = {name.lower(): name for name in plan.GPUS}
         name = presets.get(str(gpu).lower(), format_bytes(limit))
         ax.axvline(limit / gib, color="#333333", ls="--", lw=1.2, gid="gpu-memory")
-        ax.text(limit / gib, -0.62, phrase("{gpu}: {memory}", gpu=name, memory=format_bytes(limit)),
-                ha="center", va="center", fontsize=8, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+        ax.text(
+            limit / gib,
+            -0.62,
+            phrase("{gpu}: {memory}", gpu=name, memory=format_bytes(limit)),
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
+        )
     ax.set_yticks(range(len(labels)), [wrapped(label, 36) for label in labels], fontsize=8)
     ax.set_ylim(len(estimates) - 0.4, -0.95)
     ax.set_xlim(0, longest * 1.14)
     ax.set_xlabel("GiB")
     ax.set_title(_(title) if title else _("What one training step needs (estimated)"), fontsize=10)
     shown = [name for name in PLAN_COLOURS if any(e.bytes_of(name) for e in estimates)]
-    handles = [Patch(facecolor=PLAN_COLOURS[name], hatch="//" if name == "not modelled (allowance)" else None,
-                     edgecolor="white", label=_(name)) for name in shown]
-    fig.legend(handles=handles, loc="outside lower center", fontsize=8, frameon=False, ncols=min(4, len(handles)))
+    handles = [
+        Patch(
+            facecolor=PLAN_COLOURS[name],
+            hatch="//" if name == "not modelled (allowance)" else None,
+            edgecolor="white",
+            label=_(name),
+        )
+        for name in shown
+    ]
+    fig.legend(
+        handles=handles, loc="outside lower center", fontsize=8, frameon=False, ncols=min(4, len(handles))
+    )
     ax.spines[["top", "right"]].set_visible(False)
     return finish(fig)
 
@@ -81,20 +120,38 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
 def _plan_figure(model, gpu, settings) -> tuple[Figure, str]:
     """The explorer's picture and status: the setting, and beside it the largest micro-batch that fits."""
     judged = plan.verdict(model, gpu, settings)
-    estimates, labels = [judged.estimate], [phrase("batch {batch}, sequence {seq}", batch=settings.batch, seq=settings.seq)]
+    estimates, labels = (
+        [judged.estimate],
+        [phrase("batch {batch}, sequence {seq}", batch=settings.batch, seq=settings.seq)],
+    )
     largest = judged.largest_micro_batch
     if largest and largest != settings.batch:
         estimates.append(plan.estimate(model, replace(settings, batch=largest, accumulation=1)))
         labels.append(phrase("the largest micro-batch that fits: {largest}", largest=largest))
-    title = phrase("{model}, {precision}, {attention} attention, checkpointing {checkpointing}", model=judged.estimate.model.name,
-                   precision=settings.precision, attention=settings.attention,
-                   checkpointing=_("on") if settings.checkpointing else _("off"))
-    status = judged.sentence() if largest else phrase("{sentence} Not even a micro-batch of 1 fits.", sentence=judged.sentence())
+    title = phrase(
+        "{model}, {precision}, {attention} attention, checkpointing {checkpointing}",
+        model=judged.estimate.model.name,
+        precision=settings.precision,
+        attention=settings.attention,
+        checkpointing=_("on") if settings.checkpointing else _("off"),
+    )
+    status = (
+        judged.sentence()
+        if largest
+        else phrase("{sentence} Not even a micro-batch of 1 fits.", sentence=judged.sentence())
+    )
     return plot_memory_estimates(estimates, labels, gpu=gpu, title=title), status
 
 
-def plan_explorer(model: str = "bert-base-uncased", gpu: str = "T4", batch: int = 32, seq: int = 512,
-                  precision: str = "fp32", attention: str = "eager", checkpointing: bool = False):
+def plan_explorer(
+    model: str = "bert-base-uncased",
+    gpu: str = "T4",
+    batch: int = 32,
+    seq: int = 512,
+    precision: str = "fp32",
+    attention: str = "eager",
+    checkpointing: bool = False,
+):
     """Menus for the model (the bundled configs), the GPU, the precision and the attention, sliders for
     the batch and the sequence length, and a checkpointing box, above the estimate's stacked bars
     against the GPU's memory (`plot_memory_estimates`) and, beside them, the largest micro-batch that
@@ -109,17 +166,30 @@ def plan_explorer(model: str = "bert-base-uncased", gpu: str = "T4", batch: int 
     controls = {
         "model": widgets.Dropdown(options=plan.bundled_models(), value=model, description=_("model")),
         "gpu": widgets.Dropdown(options=list(plan.GPUS), value=gpu, description="GPU"),
-        "batch": widgets.SelectionSlider(options=batches, value=batch, description=_("batch"), continuous_update=False),
-        "seq": widgets.SelectionSlider(options=seqs, value=seq, description=_("sequence"), continuous_update=False),
-        "precision": widgets.Dropdown(options=list(plan.PRECISIONS), value=precision, description=_("precision")),
-        "attention": widgets.Dropdown(options=list(plan.ATTENTIONS), value=attention, description=_("attention")),
+        "batch": widgets.SelectionSlider(
+            options=batches, value=batch, description=_("batch"), continuous_update=False
+        ),
+        "seq": widgets.SelectionSlider(
+            options=seqs, value=seq, description=_("sequence"), continuous_update=False
+        ),
+        "precision": widgets.Dropdown(
+            options=list(plan.PRECISIONS), value=precision, description=_("precision")
+        ),
+        "attention": widgets.Dropdown(
+            options=list(plan.ATTENTIONS), value=attention, description=_("attention")
+        ),
         "checkpointing": widgets.Checkbox(value=checkpointing, description=_("checkpointing")),
     }
 
     def current() -> tuple[Figure, str]:
         values = {name: control.value for name, control in controls.items()}
-        settings = plan.Settings(batch=values["batch"], seq=values["seq"], precision=values["precision"],
-                            attention=values["attention"], checkpointing=values["checkpointing"])
+        settings = plan.Settings(
+            batch=values["batch"],
+            seq=values["seq"],
+            precision=values["precision"],
+            attention=values["attention"],
+            checkpointing=values["checkpointing"],
+        )
         return _plan_figure(values["model"], values["gpu"], settings)
 
     figure, said = current()
@@ -155,7 +225,9 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
     labelled with it, the Pareto-optimal points ringed (gid "pareto"), and a cross (gid
     "redraws-random") on compiled points whose backward draws dropout's random numbers again.
     `curve` is a `RecomputeCurve` or its points. Used by lesson 6."""
-    from effitrain_lessons.recompute import RecomputeCurve  # here: it imports torch, the planner's figures do not
+    from effitrain_lessons.recompute import (
+        RecomputeCurve,
+    )  # here: it imports torch, the planner's figures do not
 
     curve = curve if isinstance(curve, RecomputeCurve) else RecomputeCurve(tuple(curve))
     eager = [p for p in curve.points if not p.compiled]
@@ -166,29 +238,70 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
         return p.flops / 1e9, p.saved_bytes / 2**20
 
     if compiled:
-        ax.plot([where(p)[0] for p in compiled], [where(p)[1] for p in compiled], "o-",
-                color=STATUS_COLOURS["recomputed"], ms=6, label=_("torch.compile, one activation memory budget per point"),
-                gid="budget-line")
+        ax.plot(
+            [where(p)[0] for p in compiled],
+            [where(p)[1] for p in compiled],
+            "o-",
+            color=STATUS_COLOURS["recomputed"],
+            ms=6,
+            label=_("torch.compile, one activation memory budget per point"),
+            gid="budget-line",
+        )
         for p in compiled:
-            ax.annotate(f"{p.budget:g}", where(p), textcoords="offset points", xytext=(-9, -5), ha="right", va="top",
-                        fontsize=8, color="#a65a14")
+            ax.annotate(
+                f"{p.budget:g}",
+                where(p),
+                textcoords="offset points",
+                xytext=(-9, -5),
+                ha="right",
+                va="top",
+                fontsize=8,
+                color="#a65a14",
+            )
     for colour, p in zip(("#4c72b0", STATUS_COLOURS["stored"], "#8172b2", "#937860", "#d1495b"), eager):
         ax.plot(*where(p), "s", color=colour, ms=8, zorder=3, gid="eager-point")
-        ax.annotate(wrapped(p.name(), 28), where(p), textcoords="offset points", xytext=(9, 5), fontsize=8,
-                    color=colour)
+        ax.annotate(
+            wrapped(p.name(), 28),
+            where(p),
+            textcoords="offset points",
+            xytext=(9, 5),
+            fontsize=8,
+            color=colour,
+        )
     optimal = curve.optimal()
-    ax.plot([where(p)[0] for p in optimal], [where(p)[1] for p in optimal], "o", ms=15, mfc="none", mec="#333333",
-            mew=1.2, linestyle="none", label=_("Pareto-optimal: nothing keeps less for no more FLOPs"), gid="pareto")
+    ax.plot(
+        [where(p)[0] for p in optimal],
+        [where(p)[1] for p in optimal],
+        "o",
+        ms=15,
+        mfc="none",
+        mec="#333333",
+        mew=1.2,
+        linestyle="none",
+        label=_("Pareto-optimal: nothing keeps less for no more FLOPs"),
+        gid="pareto",
+    )
     redrawn = [p for p in curve.points if p.redraws_random]
     if redrawn:
-        ax.plot([where(p)[0] for p in redrawn], [where(p)[1] for p in redrawn], "x", color="#d1495b", ms=9, mew=2,
-                linestyle="none", zorder=4, label=_("backward redraws dropout's random numbers: wrong gradients"),
-                gid="redraws-random")
+        ax.plot(
+            [where(p)[0] for p in redrawn],
+            [where(p)[1] for p in redrawn],
+            "x",
+            color="#d1495b",
+            ms=9,
+            mew=2,
+            linestyle="none",
+            zorder=4,
+            label=_("backward redraws dropout's random numbers: wrong gradients"),
+            gid="redraws-random",
+        )
     low, high = ax.get_xlim()
     ax.set_xlim(low, high + 0.25 * (high - low))  # room for the labels on the right
     ax.set_xlabel(_("FLOPs of one step, forward + backward (GFLOP, matrix products)"))
     ax.set_ylabel(_("activations kept for backward (MiB)"))
-    ax.set_title(_(title) if title else _("What to recompute: memory against compute (measured)"), fontsize=10)
+    ax.set_title(
+        _(title) if title else _("What to recompute: memory against compute (measured)"), fontsize=10
+    )
     ax.legend(fontsize=8, frameon=False, loc="upper right")
     ax.spines[["top", "right"]].set_visible(False)
     return finish(fig)

@@ -32,19 +32,28 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
     """Fork `num_processes` workers that each run `job()` (returning a list of report dicts) and
     collect what each returned; stop them all on failure or timeout."""
     if not can_fork():
-        raise RuntimeError(_(
-            "This platform cannot fork processes (Windows): run the lesson's training in a terminal instead, "
-            "with torchrun --nproc_per_node 2 -m effitrain_lessons.local_sgd --cpu."
-        ))
+        raise RuntimeError(
+            _(
+                "This platform cannot fork processes (Windows): run the lesson's training in a terminal instead, "
+                "with torchrun --nproc_per_node 2 -m effitrain_lessons.local_sgd --cpu."
+            )
+        )
     if isinstance(num_processes, bool) or not isinstance(num_processes, int) or not 2 <= num_processes <= 8:
-        raise ValueError(phrase("num_processes must be a whole number from 2 to 8, got {num_processes!r}.",
-                                num_processes=num_processes))
+        raise ValueError(
+            phrase(
+                "num_processes must be a whole number from 2 to 8, got {num_processes!r}.",
+                num_processes=num_processes,
+            )
+        )
     threads = max(1, (os.cpu_count() or 1) // num_processes)
     _preload()
     with tempfile.TemporaryDirectory(prefix="effitrain-workers-") as folder:
         context = torch.multiprocessing.start_processes(
-            _child, args=(num_processes, _free_port(), folder, job, threads),
-            nprocs=num_processes, join=False, start_method="fork",
+            _child,
+            args=(num_processes, _free_port(), folder, job, threads),
+            nprocs=num_processes,
+            join=False,
+            start_method="fork",
         )
         deadline = time.monotonic() + timeout
         try:
@@ -52,11 +61,21 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
                 if time.monotonic() > deadline:
                     raise TimeoutError
         except TimeoutError:
-            raise RuntimeError(phrase("The processes did not finish within {timeout:.0f} s and were stopped: "
-                                      "try fewer steps or configurations.", timeout=timeout)) from None
+            raise RuntimeError(
+                phrase(
+                    "The processes did not finish within {timeout:.0f} s and were stopped: "
+                    "try fewer steps or configurations.",
+                    timeout=timeout,
+                )
+            ) from None
         except Exception as error:  # a process raised or died: torch has stopped the others
-            raise RuntimeError(phrase("A training process failed ({kind}); its log ends: {log}",
-                                      kind=type(error).__name__, log=_log_tail(folder))) from None
+            raise RuntimeError(
+                phrase(
+                    "A training process failed ({kind}); its log ends: {log}",
+                    kind=type(error).__name__,
+                    log=_log_tail(folder),
+                )
+            ) from None
         finally:
             for process in context.processes:
                 if process.is_alive():
@@ -97,10 +116,16 @@ def _free_port() -> int:
 def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int) -> None:
     log = open(Path(folder) / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
     sys.stdout = sys.stderr = log
-    os.dup2(log.fileno(), 2)  # torch's C++ warnings too: they belong in the log, not under the notebook's cell
+    os.dup2(
+        log.fileno(), 2
+    )  # torch's C++ warnings too: they belong in the log, not under the notebook's cell
     os.environ.update(
-        RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size),
-        MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_WORLD_SIZE=str(world_size),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
     )
     torch.set_num_threads(threads)
     # A forked child inherits the parent's Accelerate state; start from a clean one.

@@ -35,7 +35,11 @@ def quiz(*questions: quizzes.Question):
     where widgets cannot run, lists the questions and their choices.
     """
     if not questions or not all(isinstance(q, quizzes.Question) for q in questions):
-        raise TypeError(_("quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...'))."))
+        raise TypeError(
+            _(
+                "quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...'))."
+            )
+        )
     import ipywidgets as widgets
 
     class Quiz(widgets.VBox):
@@ -44,14 +48,19 @@ def quiz(*questions: quizzes.Question):
 
     items = []
     for number, question in enumerate(questions, 1):
-        options = [(f"{quizzes.letter(i)}) {_(choice).replace('`', '')}", i) for i, choice in enumerate(question.choices)]
+        options = [
+            (f"{quizzes.letter(i)}) {_(choice).replace('`', '')}", i)
+            for i, choice in enumerate(question.choices)
+        ]
         choice = widgets.RadioButtons(options=options, value=None, layout=widgets.Layout(width="auto"))
         button = widgets.Button(description=_(CHECK))
         result = widgets.HTML()
 
         def check(_button, question=question, choice=choice, result=result) -> None:
             colour = "#1a7f37" if choice.value == question.answer else "#cf222e"
-            picked = "" if choice.value is None else f"{quizzes.letter(choice.value)}) "  # which click this answers
+            picked = (
+                "" if choice.value is None else f"{quizzes.letter(choice.value)}) "
+            )  # which click this answers
             result.value = f"<span style='color: {colour}'>{picked}{_inline_code(question.feedback(choice.value))}</span>"
 
         button.on_click(check)
@@ -63,6 +72,11 @@ def quiz(*questions: quizzes.Question):
 def lesson_quiz(lesson: str):
     """The quiz of lesson `lesson` ("00" to "06"), as `quiz` shows it."""
     if lesson not in quizzes.QUIZZES:
-        raise ValueError(phrase("There is no quiz for lesson {lesson!r}; there are quizzes for {lessons}.",
-                                lesson=lesson, lessons=", ".join(sorted(quizzes.QUIZZES))))
+        raise ValueError(
+            phrase(
+                "There is no quiz for lesson {lesson!r}; there are quizzes for {lessons}.",
+                lesson=lesson,
+                lessons=", ".join(sorted(quizzes.QUIZZES)),
+            )
+        )
     return quiz(*quizzes.QUIZZES[lesson])

@@ -57,8 +57,9 @@ default (1), with 0.25 (matrix products recomputed too) and 0.75 (only elementwi
 # The layer
 
 
-def bert_layer(hidden: int = 256, heads: int = 4, intermediate: int = 1024, dropout: float = 0.1,
-               seed: int = 0) -> BertLayer:
+def bert_layer(
+    hidden: int = 256, heads: int = 4, intermediate: int = 1024, dropout: float = 0.1, seed: int = 0
+) -> BertLayer:
     """One encoder layer of BERT (transformers' `BertLayer`, eager attention), in training mode.
 
     `dropout` is both of BERT's dropout probabilities. Weights are drawn from `seed`; the caller's
@@ -66,13 +67,24 @@ def bert_layer(hidden: int = 256, heads: int = 4, intermediate: int = 1024, drop
     """
     whole_numbers(hidden=hidden, heads=heads, intermediate=intermediate)
     if hidden % heads:
-        raise ValueError(phrase("hidden ({hidden}) must be a multiple of heads ({heads}): each head takes "
-                                "hidden / heads of the features.", hidden=hidden, heads=heads))
+        raise ValueError(
+            phrase(
+                "hidden ({hidden}) must be a multiple of heads ({heads}): each head takes "
+                "hidden / heads of the features.",
+                hidden=hidden,
+                heads=heads,
+            )
+        )
     if not 0 <= dropout < 1:
         raise ValueError(phrase("dropout is a probability in [0, 1), got {dropout!r}.", dropout=dropout))
-    config = BertConfig(hidden_size=hidden, num_attention_heads=heads, intermediate_size=intermediate,
-                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout,
-                        attn_implementation="eager")
+    config = BertConfig(
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+        attn_implementation="eager",
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return BertLayer(config).train()
@@ -134,25 +146,40 @@ def measure_recompute(
     refused: the counters would make it run eagerly (use `memory_budget_sweep`). Used by lesson 6.
     """
     if isinstance(fn, torch._dynamo.eval_frame.OptimizedModule) or hasattr(fn, "_torchdynamo_orig_callable"):
-        raise TypeError(_("measure_recompute measures eager code, and its counters would make a compiled "
-                          "function run eagerly: measure compiled steps with memory_budget_sweep(layer, x)."))
+        raise TypeError(
+            _(
+                "measure_recompute measures eager code, and its counters would make a compiled "
+                "function run eagerly: measure compiled steps with memory_budget_sweep(layer, x)."
+            )
+        )
     _check_input(x)
     whole_numbers(repeats=repeats)
     with torch.random.fork_rng(devices=[]):  # dropout's numbers: the caller's random state untouched
         trace = trace_step(fn, {"x": x}, parameters=parameters, loss_fn=loss_fn)
         seconds = _fastest_step(lambda: fn(x), loss_fn, repeats, parameters, x)
-    return RecomputePoint(label=label, saved_bytes=trace.kept_bytes, flops=trace.flops,
-                          forward_flops=trace.forward_flops, seconds=seconds, recomputed=dict(trace.recomputed),
-                          gradients=trace.gradients)
+    return RecomputePoint(
+        label=label,
+        saved_bytes=trace.kept_bytes,
+        flops=trace.flops,
+        forward_flops=trace.forward_flops,
+        seconds=seconds,
+        recomputed=dict(trace.recomputed),
+        gradients=trace.gradients,
+    )
 
 
 def _check_input(x: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor):
-        raise TypeError(phrase("x must be the layer's input tensor (layer_input(layer)), got {kind}.",
-                               kind=type(x).__name__))
+        raise TypeError(
+            phrase(
+                "x must be the layer's input tensor (layer_input(layer)), got {kind}.", kind=type(x).__name__
+            )
+        )
 
 
-def _fastest_step(run: Callable, loss_fn: Callable | None, repeats: int, parameters, x: torch.Tensor) -> float:
+def _fastest_step(
+    run: Callable, loss_fn: Callable | None, repeats: int, parameters, x: torch.Tensor
+) -> float:
     """The fastest of `repeats` plain forward + backward passes, gradients reset before each."""
     seconds = []
     for _repeat in range(repeats):  # not `_`: that name is the translation function here
@@ -177,8 +204,13 @@ def _reset_grads(parameters: torch.nn.Module | None, x: torch.Tensor) -> None:
 def check_budget(budget: object) -> float:
     """`budget` as a float, or one sentence saying what a memory budget is."""
     if isinstance(budget, bool) or not isinstance(budget, int | float) or not 0 <= budget <= 1:
-        raise ValueError(phrase("A memory budget is a fraction from 0 to 1 (1 keeps what torch.compile keeps "
-                                "by default, 0 recomputes all it can), got {budget!r}.", budget=budget))
+        raise ValueError(
+            phrase(
+                "A memory budget is a fraction from 0 to 1 (1 keeps what torch.compile keeps "
+                "by default, 0 recomputes all it can), got {budget!r}.",
+                budget=budget,
+            )
+        )
     return float(budget)
 
 
@@ -228,16 +260,22 @@ class _GraphRuns:
         """Forward ops that the backward graph runs again (a copied node keeps its forward name)."""
         forward, backward = self.graphs
         made = {node.name for node in forward.graph.nodes if node.op == "call_function"}
-        again = Counter(op_name(node.target) for node in backward.graph.nodes
-                        if node.op == "call_function" and node.name in made and _computes(node.target))
+        again = Counter(
+            op_name(node.target)
+            for node in backward.graph.nodes
+            if node.op == "call_function" and node.name in made and _computes(node.target)
+        )
         return dict(again)
 
     def redraws_random(self) -> bool:
         """Whether the backward graph draws random numbers (a forward random op recomputed, e.g. the
         dropout mask): then it does not see the forward's numbers."""
         backward = self.graphs[1]
-        return any(node.op == "call_function" and torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
-                   for node in backward.graph.nodes)
+        return any(
+            node.op == "call_function"
+            and torch.Tag.nondeterministic_seeded in getattr(node.target, "tags", ())
+            for node in backward.graph.nodes
+        )
 
     def saved_bytes(self) -> int:
         """Bytes of the tensors the forward graph hands to the backward graph: the backward graph's
@@ -246,8 +284,11 @@ class _GraphRuns:
         total = 0
         for node in backward.graph.nodes:
             value = node.meta.get("val")
-            if node.op == "placeholder" and isinstance(value, torch.Tensor) and not node.name.startswith(
-                    ("tangents", "primals")):
+            if (
+                node.op == "placeholder"
+                and isinstance(value, torch.Tensor)
+                and not node.name.startswith(("tangents", "primals"))
+            ):
                 total += value.untyped_storage().nbytes()
         return total
 
@@ -294,8 +335,11 @@ def measure_budget(
     runs = _GraphRuns()
     leaves = {"x": x, **dict(layer.named_parameters())}
     inputs = {storage_key(x)}
-    with _fresh_dynamo(), torch._functorch.config.patch(activation_memory_budget=budget), \
-            torch.random.fork_rng(devices=[]):
+    with (
+        _fresh_dynamo(),
+        torch._functorch.config.patch(activation_memory_budget=budget),
+        torch.random.fork_rng(devices=[]),
+    ):
         compiled = torch.compile(layer, backend=runs.backend)
         _reset_grads(layer, x)
         # The first call compiles (the hooks add no dispatch mode, so Dynamo compiles and runs the graph)
@@ -311,14 +355,27 @@ def measure_budget(
         gradients = {name: t.grad.detach().clone() for name, t in leaves.items() if t.grad is not None}
         seconds = _fastest_step(lambda: compiled(x), loss_fn, repeats, layer, x)
     if len(runs.graphs) != 2 or len(runs.flops) != 2:
-        raise RuntimeError(phrase("torch.compile made {graphs} graphs of the layer, not one forward and one "
-                                  "backward graph: it broke the layer into pieces, or ran it eagerly (as it does "
-                                  "under a dispatch mode such as FlopCounterMode).", graphs=len(runs.graphs)))
+        raise RuntimeError(
+            phrase(
+                "torch.compile made {graphs} graphs of the layer, not one forward and one "
+                "backward graph: it broke the layer into pieces, or ran it eagerly (as it does "
+                "under a dispatch mode such as FlopCounterMode).",
+                graphs=len(runs.graphs),
+            )
+        )
     saved = sum(entry.nbytes for entry in log.activations if entry.storage not in inputs)
-    return RecomputePoint(label=f"memory budget {budget:g}", saved_bytes=saved, flops=sum(runs.flops),
-                          forward_flops=runs.flops[0], seconds=seconds, recomputed=runs.recomputed(),
-                          budget=budget, redraws_random=runs.redraws_random(),
-                          graph_saved_bytes=runs.saved_bytes(), gradients=gradients)
+    return RecomputePoint(
+        label=f"memory budget {budget:g}",
+        saved_bytes=saved,
+        flops=sum(runs.flops),
+        forward_flops=runs.flops[0],
+        seconds=seconds,
+        recomputed=runs.recomputed(),
+        budget=budget,
+        redraws_random=runs.redraws_random(),
+        graph_saved_bytes=runs.saved_bytes(),
+        gradients=gradients,
+    )
 
 
 def memory_budget_sweep(
@@ -350,8 +407,12 @@ class RecomputeCurve(ShowsAsTable):
     def __post_init__(self) -> None:
         object.__setattr__(self, "points", tuple(self.points))
         if not self.points or not all(isinstance(p, RecomputePoint) for p in self.points):
-            raise TypeError(_("RecomputeCurve needs measured points: measure_recompute(...) or "
-                              "memory_budget_sweep(...) results, e.g. RecomputeCurve([plain, *sweep])."))
+            raise TypeError(
+                _(
+                    "RecomputeCurve needs measured points: measure_recompute(...) or "
+                    "memory_budget_sweep(...) results, e.g. RecomputeCurve([plain, *sweep])."
+                )
+            )
 
     @property
     def baseline(self) -> RecomputePoint:
@@ -361,8 +422,13 @@ class RecomputeCurve(ShowsAsTable):
         for p in self.points:
             if p.label == label:
                 return p
-        raise KeyError(phrase("No point is labelled {label!r}: the labels are {labels}.", label=label,
-                              labels=[p.label for p in self.points]))
+        raise KeyError(
+            phrase(
+                "No point is labelled {label!r}: the labels are {labels}.",
+                label=label,
+                labels=[p.label for p in self.points],
+            )
+        )
 
     def is_optimal(self, point: RecomputePoint) -> bool:
         return not any(_dominates(other, point) for other in self.points)
@@ -376,27 +442,64 @@ class RecomputeCurve(ShowsAsTable):
         rows = []
         for p in self.points:
             again = sum(p.recomputed.values())
-            rows.append((p.name(), format_bytes(p.saved_bytes), f"{_ratio(p.saved_bytes, base.saved_bytes):.0%}",
-                         format_flops(p.flops), f"x{_ratio(p.flops, base.flops):.3f}",
-                         f"x{_ratio(p.seconds, base.seconds):.2f}", again,
-                         "*" if self.is_optimal(p) else "", "!" if p.redraws_random else ""))
-        notes = [_("* Pareto-optimal: no other point keeps less memory for no more FLOPs."),
-                 _("FLOPs count matrix products only (FlopCounterMode): recomputing softmax, GELU, dropout or "
-                   "layer norm costs time but no counted FLOPs."),
-                 phrase("time: a plain step (the fastest of a few), relative to {label}", label=base.name())]
+            rows.append(
+                (
+                    p.name(),
+                    format_bytes(p.saved_bytes),
+                    f"{_ratio(p.saved_bytes, base.saved_bytes):.0%}",
+                    format_flops(p.flops),
+                    f"x{_ratio(p.flops, base.flops):.3f}",
+                    f"x{_ratio(p.seconds, base.seconds):.2f}",
+                    again,
+                    "*" if self.is_optimal(p) else "",
+                    "!" if p.redraws_random else "",
+                )
+            )
+        notes = [
+            _("* Pareto-optimal: no other point keeps less memory for no more FLOPs."),
+            _(
+                "FLOPs count matrix products only (FlopCounterMode): recomputing softmax, GELU, dropout or "
+                "layer norm costs time but no counted FLOPs."
+            ),
+            phrase("time: a plain step (the fastest of a few), relative to {label}", label=base.name()),
+        ]
         if any(p.compiled for p in self.points):
-            notes.append(_("aot_eager runs a compiled step's decomposed graph op by op, with no fusion: more, "
-                           "smaller ops run again, and its time compares with other compiled steps, not with eager ones."))
+            notes.append(
+                _(
+                    "aot_eager runs a compiled step's decomposed graph op by op, with no fusion: more, "
+                    "smaller ops run again, and its time compares with other compiled steps, not with eager ones."
+                )
+            )
         if any(p.redraws_random for p in self.points):
-            notes.append(_("! the compiled backward draws dropout's random numbers again, so its gradients do not "
-                           "match the forward's masks (torch 2.13 on a CPU: pytorch/pytorch#190758)."))
-        return Table(["step", "kept for backward", "kept / baseline", "FLOPs (fwd + bwd)", "FLOPs / baseline",
-                      "time / baseline", "ops run again", "Pareto", "dropout redrawn"], rows, notes=notes)
+            notes.append(
+                _(
+                    "! the compiled backward draws dropout's random numbers again, so its gradients do not "
+                    "match the forward's masks (torch 2.13 on a CPU: pytorch/pytorch#190758)."
+                )
+            )
+        return Table(
+            [
+                "step",
+                "kept for backward",
+                "kept / baseline",
+                "FLOPs (fwd + bwd)",
+                "FLOPs / baseline",
+                "time / baseline",
+                "ops run again",
+                "Pareto",
+                "dropout redrawn",
+            ],
+            rows,
+            notes=notes,
+        )
 
 
 def _dominates(a: RecomputePoint, b: RecomputePoint) -> bool:
-    return (a.saved_bytes <= b.saved_bytes and a.flops <= b.flops
-            and (a.saved_bytes < b.saved_bytes or a.flops < b.flops))
+    return (
+        a.saved_bytes <= b.saved_bytes
+        and a.flops <= b.flops
+        and (a.saved_bytes < b.saved_bytes or a.flops < b.flops)
+    )
 
 
 def _ratio(new: float, base: float) -> float:

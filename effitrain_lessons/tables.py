@@ -30,12 +30,22 @@ class Table:
     def __post_init__(self) -> None:
         for row in self.rows:
             if len(row) != len(self.columns):
-                raise ValueError(phrase("A row has {cells} cells for {columns} columns: {row!r}.",
-                                        cells=len(row), columns=len(self.columns), row=list(row)))
+                raise ValueError(
+                    phrase(
+                        "A row has {cells} cells for {columns} columns: {row!r}.",
+                        cells=len(row),
+                        columns=len(self.columns),
+                        row=list(row),
+                    )
+                )
 
     def _words(self) -> tuple[list[str], str | None, list[str]]:
         """The columns, title and notes in the language in use."""
-        return [_(str(c)) for c in self.columns], _(self.title) if self.title else None, [_(line) for line in self.notes]
+        return (
+            [_(str(c)) for c in self.columns],
+            _(self.title) if self.title else None,
+            [_(line) for line in self.notes],
+        )
 
     def __str__(self) -> str:
         columns, title, notes = self._words()
@@ -56,7 +66,9 @@ class Table:
         columns, title, notes = self._words()
         caption = f"<caption>{html.escape(title)}</caption>" if title else ""
         head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows
+        )
         below = "".join(f"<p>{html.escape(line)}</p>" for line in notes)
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{below}"
 

@@ -92,7 +92,9 @@ class StepTrace(ShowsAsTable):
             rows.append((r.name, str(r.shape), format_bytes(r.nbytes), holder))
         for r in self.kept:
             if r.name not in hooked:
-                rows.append((r.name, str(r.shape), format_bytes(r.nbytes), _("something the hooks do not see")))
+                rows.append(
+                    (r.name, str(r.shape), format_bytes(r.nbytes), _("something the hooks do not see"))
+                )
         again = ", ".join(f"{name} x{count}" for name, count in self.recomputed.items()) or _("nothing")
         notes = [  # the spaces line the values up in English; a translation lines up its own
             phrase("activations kept for backward: {size}", size=format_bytes(self.kept_bytes)),
@@ -182,10 +184,13 @@ def trace_step(
     Gradients are reset before the step, so afterwards `.grad` holds this step's. Used by lessons 1 and 6.
     """
     if not callable(forward):
-        raise TypeError(phrase("trace_step needs a function or module to run, got {kind}.",
-                               kind=type(forward).__name__))
+        raise TypeError(
+            phrase("trace_step needs a function or module to run, got {kind}.", kind=type(forward).__name__)
+        )
     if not isinstance(inputs, Mapping) or not all(isinstance(t, torch.Tensor) for t in inputs.values()):
-        raise TypeError(_("inputs must be a dict of named tensors, e.g. {'x': x}, in the order forward takes them."))
+        raise TypeError(
+            _("inputs must be a dict of named tensors, e.g. {'x': x}, in the order forward takes them.")
+        )
     names = dict(names or {})
     if parameters is None and isinstance(forward, torch.nn.Module):
         parameters = forward
@@ -203,15 +208,21 @@ def trace_step(
         with count.forward(), tracker:
             output = forward(*inputs.values())
             if not isinstance(output, torch.Tensor):
-                raise TypeError(phrase(
-                    "The function returned {kind}, not a tensor: make it `return` the result of the step "
-                    "(e.g. `return checkpoint(block, x, use_reentrant=False)`).", kind=type(output).__name__))
+                raise TypeError(
+                    phrase(
+                        "The function returned {kind}, not a tensor: make it `return` the result of the step "
+                        "(e.g. `return checkpoint(block, x, use_reentrant=False)`).",
+                        kind=type(output).__name__,
+                    )
+                )
             loss = (loss_fn or torch.sum)(output)
         if not loss.requires_grad:
-            raise RuntimeError(_(
-                "The loss does not require grad, so there is no backward pass to trace: give the step "
-                "an input or parameter with requires_grad=True (and no torch.no_grad())."
-            ))
+            raise RuntimeError(
+                _(
+                    "The loss does not require grad, so there is no backward pass to trace: give the step "
+                    "an input or parameter with requires_grad=True (and no torch.no_grad())."
+                )
+            )
         del output
         kept = tracker.alive(exclude={storage_key(loss)})
         seed = torch.ones_like(loss)

@@ -40,24 +40,35 @@ SIZINGS = ("optimizer", "slide")
 class LoopConfig:
     """The module's settings, each written once: `--model`, `--epochs`, ... are built from these fields."""
 
-    model: str = field(default="tiny", metadata={"help": '"tiny" (offline) or a hub model such as bert-base-uncased'})
+    model: str = field(
+        default="tiny", metadata={"help": '"tiny" (offline) or a hub model such as bert-base-uncased'}
+    )
     source: str = field(default="bundled", metadata={"choices": ("bundled", "hub"), "help": "the data"})
     epochs: int = 2
     batch_size: int = field(default=16, metadata={"help": "per process and micro-batch"})
     accumulation: int = field(default=2, metadata={"help": "micro-batches per optimizer step (slide 6: 2)"})
-    learning_rate: float | None = field(default=None, metadata={"help": "1e-3 for tiny, 2e-5 for a hub model if not given"})
+    learning_rate: float | None = field(
+        default=None, metadata={"help": "1e-3 for tiny, 2e-5 for a hub model if not given"}
+    )
     checkpointing: bool = field(default=True, metadata={"help": "activation checkpointing"})
     train_rows: int | None = field(default=None, metadata={"help": "train on the first rows only"})
     seed: int = 0
     cpu: bool = field(default=False, metadata={"help": "use the CPU even if a GPU is present"})
-    json: str | None = field(default=None, metadata={"help": "write the main process's measurements to this file"})
+    json: str | None = field(
+        default=None, metadata={"help": "write the main process's measurements to this file"}
+    )
 
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting the loop cannot use."""
         whole_numbers(epochs=self.epochs, batch_size=self.batch_size, accumulation=self.accumulation)
         if self.train_rows is not None and self.train_rows < self.batch_size:
-            raise ValueError(phrase("train_rows must be at least one batch ({batch_size}), got {train_rows}.",
-                                    batch_size=self.batch_size, train_rows=self.train_rows))
+            raise ValueError(
+                phrase(
+                    "train_rows must be at least one batch ({batch_size}), got {train_rows}.",
+                    batch_size=self.batch_size,
+                    train_rows=self.train_rows,
+                )
+            )
 
 
 @dataclass(repr=False)  # a cell that ends with the run shows its table (ShowsAsTable), not its fields
@@ -65,18 +76,26 @@ class TrainingRun(ShowsAsTable):
     """What `watch_training` saw of one run of a loop (on this process)."""
 
     losses: list[float] = field(default_factory=list)  # mean micro-batch loss of each optimizer step
-    learning_rates: list[float] = field(default_factory=list)  # after each optimizer step (the scheduler's step included)
+    learning_rates: list[float] = field(
+        default_factory=list
+    )  # after each optimizer step (the scheduler's step included)
     micro_batches: int = 0
     optimizer_steps: int = 0
     eval_rows: int = 0  # rows this process's model saw in eval mode
     seconds: float = 0.0
 
     def table(self) -> Table:
-        rows = [[_("optimizer steps"), self.optimizer_steps], [_("micro-batches"), self.micro_batches],
-                [_("seconds"), f"{self.seconds:.1f}"]]
+        rows = [
+            [_("optimizer steps"), self.optimizer_steps],
+            [_("micro-batches"), self.micro_batches],
+            [_("seconds"), f"{self.seconds:.1f}"],
+        ]
         if self.losses:
-            rows += [[_("loss, first step"), f"{self.losses[0]:.4f}"], [_("loss, last step"), f"{self.losses[-1]:.4f}"],
-                     [_("learning rate after the last step"), f"{self.learning_rates[-1]:.3g}"]]
+            rows += [
+                [_("loss, first step"), f"{self.losses[0]:.4f}"],
+                [_("loss, last step"), f"{self.losses[-1]:.4f}"],
+                [_("learning rate after the last step"), f"{self.learning_rates[-1]:.3g}"],
+            ]
         return Table(["measured", "value"], rows)
 
 
@@ -108,8 +127,10 @@ def watch_training(model: torch.nn.Module) -> Iterator[TrainingRun]:
         run.losses.append(sum(pending) / len(pending) if pending else float("nan"))
         pending.clear()
 
-    handles = [model.register_forward_hook(forward_hook, with_kwargs=True),
-               register_optimizer_step_post_hook(step_hook)]
+    handles = [
+        model.register_forward_hook(forward_hook, with_kwargs=True),
+        register_optimizer_step_post_hook(step_hook),
+    ]
     start = time.perf_counter()
     try:
         yield run
@@ -121,7 +142,9 @@ def watch_training(model: torch.nn.Module) -> Iterator[TrainingRun]:
             run.learning_rates.append(watched[-1].param_groups[0]["lr"])
 
 
-def scheduler_length(batches_per_epoch: int, accumulation: int, epochs: int, sizing: str = "optimizer") -> int:
+def scheduler_length(
+    batches_per_epoch: int, accumulation: int, epochs: int, sizing: str = "optimizer"
+) -> int:
     """How many steps a learning-rate scheduler is sized for.
 
     "optimizer": `ceil(batches / accumulation) * epochs`, the optimizer steps the loop takes.
@@ -132,11 +155,19 @@ def scheduler_length(batches_per_epoch: int, accumulation: int, epochs: int, siz
         return math.ceil(batches_per_epoch / accumulation) * epochs
     if sizing == "slide":
         return batches_per_epoch * epochs
-    raise ValueError(phrase("sizing must be one of {sizings}, got {sizing!r}.", sizings=SIZINGS, sizing=sizing))
+    raise ValueError(
+        phrase("sizing must be one of {sizings}, got {sizing!r}.", sizings=SIZINGS, sizing=sizing)
+    )
 
 
-def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epochs: int,
-                     warmup_ratio: float = 0.0, learning_rate: float = 1.0) -> list[float]:
+def measure_schedule(
+    length: int,
+    batches_per_epoch: int,
+    accumulation: int,
+    epochs: int,
+    warmup_ratio: float = 0.0,
+    learning_rate: float = 1.0,
+) -> list[float]:
     """The learning rate after each optimizer step of a real Accelerate loop, with a linear
     schedule (warm-up, then decay to 0) sized to `length` steps.
 
@@ -148,7 +179,9 @@ def measure_schedule(length: int, batches_per_epoch: int, accumulation: int, epo
     from accelerate import Accelerator
     from transformers import get_linear_schedule_with_warmup
 
-    whole_numbers(length=length, batches_per_epoch=batches_per_epoch, accumulation=accumulation, epochs=epochs)
+    whole_numbers(
+        length=length, batches_per_epoch=batches_per_epoch, accumulation=accumulation, epochs=epochs
+    )
     accelerator = Accelerator(gradient_accumulation_steps=accumulation, cpu=True)
     model = torch.nn.Linear(1, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
@@ -185,10 +218,12 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
         dist.init_process_group("gloo")
         model = fresh_model(seed=0)
         model.config.use_cache = False
-        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": use_reentrant})
+        model.activation_checkpointing_enable(
+            activation_checkpointing_kwargs={"use_reentrant": use_reentrant}
+        )
         model.train()
         ddp = DistributedDataParallel(model, find_unused_parameters=find_unused_parameters)
-        rows = tokenized_mrpc()["train"][8 * dist.get_rank():8 * dist.get_rank() + 8]
+        rows = tokenized_mrpc()["train"][8 * dist.get_rank() : 8 * dist.get_rank() + 8]
         try:
             for _ in range(steps):
                 ddp(**rows).loss.backward()
@@ -203,10 +238,14 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
 
 def main(argv: list[str] | None = None) -> int:
     """Run lesson 03's loop (its `#@save` cell) with the settings on the command line."""
-    config = command_line(LoopConfig, argv, prog="python -m effitrain_lessons.train_loop",
-                          description="Lesson 03's Accelerator loop: fine-tune BERT on MRPC-style data with activation "
-                                      "checkpointing and accumulation. Launch with accelerate launch or torchrun for "
-                                      "several processes.")
+    config = command_line(
+        LoopConfig,
+        argv,
+        prog="python -m effitrain_lessons.train_loop",
+        description="Lesson 03's Accelerator loop: fine-tune BERT on MRPC-style data with activation "
+        "checkpointing and accumulation. Launch with accelerate launch or torchrun for "
+        "several processes.",
+    )
     try:
         config.check()
         from accelerate import PartialState
@@ -215,28 +254,51 @@ def main(argv: list[str] | None = None) -> int:
         from effitrain_lessons.lesson_code.lesson_03 import train
 
         state = PartialState(cpu=config.cpu)
-        print(phrase("process {rank} of {num_processes}: distributed_type={distributed_type}, device={device}",
-                     rank=state.process_index, num_processes=state.num_processes,
-                     distributed_type=state.distributed_type.value, device=state.device), flush=True)
+        print(
+            phrase(
+                "process {rank} of {num_processes}: distributed_type={distributed_type}, device={device}",
+                rank=state.process_index,
+                num_processes=state.num_processes,
+                distributed_type=state.distributed_type.value,
+                device=state.device,
+            ),
+            flush=True,
+        )
         data = lesson_data(config.model, config.source)
         train_set = data.splits["train"]
         if config.train_rows is not None:
             train_set = train_set.select(range(min(config.train_rows, len(train_set))))
         model = fresh_model(config.model, seed=config.seed)
-        learning_rate = config.learning_rate if config.learning_rate is not None else learning_rate_for(config.model)
+        learning_rate = (
+            config.learning_rate if config.learning_rate is not None else learning_rate_for(config.model)
+        )
         with watch_training(model) as run:
-            metrics = train(model, train_set, data.splits["validation"], epochs=config.epochs,
-                            batch_size=config.batch_size, accumulation=config.accumulation,
-                            learning_rate=learning_rate, checkpointing=config.checkpointing, seed=config.seed,
-                            cpu=config.cpu)
+            metrics = train(
+                model,
+                train_set,
+                data.splits["validation"],
+                epochs=config.epochs,
+                batch_size=config.batch_size,
+                accumulation=config.accumulation,
+                learning_rate=learning_rate,
+                checkpointing=config.checkpointing,
+                seed=config.seed,
+                cpu=config.cpu,
+            )
     except (ValueError, RuntimeError) as error:
         print(phrase("error: {message}", message=error), file=sys.stderr)
         end_processes()
         return 2
     if state.is_main_process:
         print(run.table(), flush=True)
-        print(phrase("validation accuracy {accuracy:.3f}, F1 {f1:.3f}", accuracy=metrics["accuracy"], f1=metrics["f1"]),
-              flush=True)
+        print(
+            phrase(
+                "validation accuracy {accuracy:.3f}, F1 {f1:.3f}",
+                accuracy=metrics["accuracy"],
+                f1=metrics["f1"],
+            ),
+            flush=True,
+        )
         if config.json:
             with open(config.json, "w", encoding="utf-8") as handle:
                 json.dump({**asdict(run), **metrics, "num_processes": state.num_processes}, handle, indent=1)

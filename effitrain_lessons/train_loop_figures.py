@@ -20,7 +20,9 @@ def plot_loop_curves(losses, learning_rates, title: str | None = None) -> Figure
     """Training loss (left) and learning rate (right) after each optimizer step, as measured by
     a training loop (lesson 3's `watch_training` measures both)."""
     if not losses or len(losses) != len(learning_rates):
-        raise ValueError(_("plot_loop_curves needs one loss and one learning rate per optimizer step (a TrainingRun's)."))
+        raise ValueError(
+            _("plot_loop_curves needs one loss and one learning rate per optimizer step (a TrainingRun's).")
+        )
     steps = range(1, len(losses) + 1)
     fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
     loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=1)
@@ -41,8 +43,13 @@ def plot_schedules(schedules: Mapping[str, list[float]], title: str | None = Non
         raise ValueError(_("plot_schedules needs at least one named schedule."))
     fig, ax = plt.subplots(figsize=(6.5, 3.4), layout="constrained")
     for (label, rates), colour in zip(schedules.items(), ("#3a9e6f", "#d1495b", "#4c72b0", "#937860")):
-        ax.plot(range(1, len(rates) + 1), rates, color=colour, lw=2,
-                label=phrase("{label}: ends at {rate:.2g}", label=_(label), rate=rates[-1]))
+        ax.plot(
+            range(1, len(rates) + 1),
+            rates,
+            color=colour,
+            lw=2,
+            label=phrase("{label}: ends at {rate:.2g}", label=_(label), rate=rates[-1]),
+        )
     ax.set_xlabel(_("optimizer step"))
     ax.set_ylabel(_("learning rate (peak = 1)"))
     ax.set_ylim(bottom=0)

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import torch
 from transformers import TrainerCallback
 
-# Lesson 2 imports what it fine-tunes from here, beside the callback that measures it.
-from effitrain_lessons.finetuning import TINY, LessonData, fresh_model, lesson_data, learning_rate_for  # noqa: F401
-from effitrain_lessons.memory import StepReport, count_step
 from effitrain_lessons.device import synchronize
+
+# Lesson 2 imports what it fine-tunes from here, beside the callback that measures it.
+from effitrain_lessons.finetuning import TINY, LessonData, fresh_model, learning_rate_for, lesson_data  # noqa: F401
 from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.memory import StepReport, count_step
 
 
 @dataclass
@@ -50,8 +51,12 @@ class StepMeter(TrainerCallback):
 
     def __init__(self, measure: tuple[int, ...] = (2, 3)):
         if not measure or any(type(i) is not int or i < 1 for i in measure):
-            raise ValueError(phrase("measure must name micro-batches by their 1-based number, got {measure!r}.",
-                                    measure=measure))
+            raise ValueError(
+                phrase(
+                    "measure must name micro-batches by their 1-based number, got {measure!r}.",
+                    measure=measure,
+                )
+            )
         self.measure = tuple(measure)
         self.measured: list[MicroBatch] = []
         self.micro_seconds: list[float] = []
@@ -72,8 +77,10 @@ class StepMeter(TrainerCallback):
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self._model = model
         self.device = str(args.device)
-        self._hooks = [model.register_forward_pre_hook(self._micro_batch_starts, with_kwargs=True),
-                       model.register_forward_hook(self._forward_ends)]
+        self._hooks = [
+            model.register_forward_pre_hook(self._micro_batch_starts, with_kwargs=True),
+            model.register_forward_hook(self._forward_ends),
+        ]
         if args.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(args.device)
 
@@ -121,10 +128,15 @@ class StepMeter(TrainerCallback):
             self._step.close()
             self._step = None
             count = self._count
-            self.measured.append(MicroBatch(
-                saved_bytes=count.saved.total_bytes, saved_tensors=len(count.saved.activations),
-                flops=count.flops, forward_flops=count.forward_flops,
-                checkpointing=bool(getattr(self._model, "is_activation_checkpointing", False))))
+            self.measured.append(
+                MicroBatch(
+                    saved_bytes=count.saved.total_bytes,
+                    saved_tensors=len(count.saved.activations),
+                    flops=count.flops,
+                    forward_flops=count.forward_flops,
+                    checkpointing=bool(getattr(self._model, "is_activation_checkpointing", False)),
+                )
+            )
         elif self._started is not None:
             synchronize(self.device)
             self.micro_seconds.append(time.perf_counter() - self._started)
@@ -142,11 +154,19 @@ class StepMeter(TrainerCallback):
         """The measured micro-batches, summarised: saved bytes and FLOPs of the last one measured
         (the same for every micro-batch of one shape), and the median time of the others."""
         if not self.measured:
-            raise RuntimeError(_("Nothing was measured yet: train with this callback first "
-                                 "(at least 2 micro-batches)."))
+            raise RuntimeError(
+                _("Nothing was measured yet: train with this callback first (at least 2 micro-batches).")
+            )
         if not self.micro_seconds:
             raise RuntimeError(_("Every micro-batch was measured, so none was timed: measure fewer of them."))
         last = self.measured[-1]
-        return StepReport(saved_bytes=last.saved_bytes, saved_tensors=last.saved_tensors, flops=last.flops,
-                          forward_flops=last.forward_flops, seconds=statistics.median(self.micro_seconds),
-                          peak_bytes=self.peak_bytes, device=self.device, training=True)
+        return StepReport(
+            saved_bytes=last.saved_bytes,
+            saved_tensors=last.saved_tensors,
+            flops=last.flops,
+            forward_flops=last.forward_flops,
+            seconds=statistics.median(self.micro_seconds),
+            peak_bytes=self.peak_bytes,
+            device=self.device,
+            training=True,
+        )

@@ -27,8 +27,9 @@ def plot_trainer_vs_accelerator() -> Figure:
     for name, (custom, ease, colour) in tools.items():
         ax.add_patch(Circle((custom, ease), 0.15, color=colour, alpha=0.85))
         ax.text(custom, ease, name, ha="center", va="center", color="white", fontsize=9, weight="bold")
-    ax.annotate("", xy=(0.66, 0.38), xytext=(0.38, 0.7),
-                arrowprops=dict(arrowstyle="->", color="#777777", lw=1.2))
+    ax.annotate(
+        "", xy=(0.66, 0.38), xytext=(0.38, 0.7), arrowprops=dict(arrowstyle="->", color="#777777", lw=1.2)
+    )
     ax.text(0.56, 0.6, _("you write the loop"), fontsize=8, color="#555555", rotation=-40, ha="center")
     ax.set(xlim=(0, 1.05), ylim=(0, 1.05), xticks=[], yticks=[], aspect="equal")
     ax.set_xlabel(_("customizability") + "  \u2192")
@@ -42,21 +43,29 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
     """Two bar panels from two measured `memory.StepReport`s of one micro-batch: saved activation
     bytes, and time and FLOPs relative to the plain step. Lesson 2 (from `StepMeter.step_report()`)."""
     if not (isinstance(plain, StepReport) and isinstance(checkpointed, StepReport)):
-        raise TypeError(_("plot_checkpointing_cost needs two StepReports (for example trainer.step_report())."))
+        raise TypeError(
+            _("plot_checkpointing_cost needs two StepReports (for example trainer.step_report()).")
+        )
     fig, (memory_ax, cost_ax) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
     names = [_("without"), _("with")]  # the x axis says what: checkpointing
     colours = [MEMORY_COLOURS["activations"], STATUS_COLOURS["stored"]]
     values = [plain.saved_bytes / 2**10, checkpointed.saved_bytes / 2**10]
     bars = memory_ax.bar(names, values, color=colours)
-    memory_ax.bar_label(bars, [format_bytes(plain.saved_bytes), format_bytes(checkpointed.saved_bytes)], fontsize=9)
+    memory_ax.bar_label(
+        bars, [format_bytes(plain.saved_bytes), format_bytes(checkpointed.saved_bytes)], fontsize=9
+    )
     memory_ax.set_ylabel(_("activations saved for backward (KiB)"))
     memory_ax.set_title(_("memory per micro-batch"), fontsize=10)
 
     ratio = checkpointed / plain
     x = range(2)
     width = 0.38
-    flop_bars = cost_ax.bar([i - width / 2 for i in x], [1.0, ratio.flops], width, color="#8172b2", label=_("FLOPs"))
-    time_bars = cost_ax.bar([i + width / 2 for i in x], [1.0, ratio.seconds], width, color="#4c72b0", label=_("time"))
+    flop_bars = cost_ax.bar(
+        [i - width / 2 for i in x], [1.0, ratio.flops], width, color="#8172b2", label=_("FLOPs")
+    )
+    time_bars = cost_ax.bar(
+        [i + width / 2 for i in x], [1.0, ratio.seconds], width, color="#4c72b0", label=_("time")
+    )
     cost_ax.bar_label(flop_bars, ["1", f"{ratio.flops:.2f}"], fontsize=9)
     cost_ax.bar_label(time_bars, ["1", f"{ratio.seconds:.2f}"], fontsize=9)
     cost_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8, ls="--")

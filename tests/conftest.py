@@ -99,7 +99,9 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _assign_work_unit(self, node) -> None:
             if not getattr(self, "_sorted", False):  # once, when the first unit goes out
-                units = sorted(self.workqueue.items(), key=lambda unit: -UNIT_SECONDS.get(unit[0], 0))  # stable
+                units = sorted(
+                    self.workqueue.items(), key=lambda unit: -UNIT_SECONDS.get(unit[0], 0)
+                )  # stable
                 self.workqueue.clear()
                 self.workqueue.update(units)
                 self._sorted = True

@@ -48,14 +48,27 @@ def _replica(rank: int, h: int, steps: int, addresses, results) -> None:
         model = toy_model()
         inner = torch.optim.SGD(model.parameters(), lr=0.1)
         outer = torch.optim.SGD(model.parameters(), lr=0.7, momentum=0.9, nesterov=True)
-        store = TCPStore("127.0.0.1", 0, world_size=1, is_master=True, wait_for_workers=False, timeout=TIMEOUT)
+        store = TCPStore(
+            "127.0.0.1", 0, world_size=1, is_master=True, wait_for_workers=False, timeout=TIMEOUT
+        )
         manager = Manager(
-            pg=ProcessGroupGloo(timeout=TIMEOUT), min_replica_size=WORLD, use_async_quorum=False, init_sync=False,
+            pg=ProcessGroupGloo(timeout=TIMEOUT),
+            min_replica_size=WORLD,
+            use_async_quorum=False,
+            init_sync=False,
             load_state_dict=lambda state: model.load_state_dict(state["model"]),
             state_dict=lambda: {"model": model.state_dict()},
-            timeout=TIMEOUT, quorum_timeout=TIMEOUT, connect_timeout=TIMEOUT, rank=0, world_size=1,
-            store_addr="127.0.0.1", store_port=store.port, lighthouse_addr=lighthouse, replica_id=f"replica{rank}",
-            port=0, hostname="127.0.0.1",
+            timeout=TIMEOUT,
+            quorum_timeout=TIMEOUT,
+            connect_timeout=TIMEOUT,
+            rank=0,
+            world_size=1,
+            store_addr="127.0.0.1",
+            store_port=store.port,
+            lighthouse_addr=lighthouse,
+            replica_id=f"replica{rank}",
+            port=0,
+            hostname="127.0.0.1",
         )
         try:
             with DiLoCo(manager, [model], inner, outer, sync_every=h):
@@ -76,7 +89,9 @@ def main(out: str, h: int, steps: int) -> int:
         del os.environ[name]  # they override the constructor's arguments
     context = multiprocessing.get_context("spawn")
     addresses, results = context.Queue(), context.Queue()
-    replicas = [context.Process(target=_replica, args=(rank, h, steps, addresses, results)) for rank in range(WORLD)]
+    replicas = [
+        context.Process(target=_replica, args=(rank, h, steps, addresses, results)) for rank in range(WORLD)
+    ]
     for replica in replicas:
         replica.start()
     server = None

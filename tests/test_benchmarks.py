@@ -43,17 +43,39 @@ def test_regressions_name_every_figure_that_moved_more_than_20_percent(bench):
 
 def test_report_states_goals_and_moved_figures(bench):
     run = bench["run"]
-    lesson = {"lesson": "04_local_sgd", "edition": "learner", "run_all_s": 61.0, "first_output_s": 2.0,
-              "kernel_peak_rss": 600 * 2**20, "children_peak_rss": 0, "tree_peak_pss": 700 * 2**20,
-              "runs": [{"run_all_s": 61.0}]}
+    lesson = {
+        "lesson": "04_local_sgd",
+        "edition": "learner",
+        "run_all_s": 61.0,
+        "first_output_s": 2.0,
+        "kernel_peak_rss": 600 * 2**20,
+        "children_peak_rss": 0,
+        "tree_peak_pss": 700 * 2**20,
+        "runs": [{"run_all_s": 61.0}],
+    }
     fast = dict(lesson, lesson="00_start_here", run_all_s=5.0, runs=[{"run_all_s": 5.0}])
-    results = {"date": "2026-11-30", "seconds": 100.0,
-               "machine": {"cpu": "x", "cores": 2, "memory_gib": 24, "python": "3.11", "torch": "2.13.0",
-                           "transformers": "5", "cuda": False},
-               "lessons": [lesson, fast], "lessons_total_s": {"learner": 66.0},
-               "previous": "2026-11-29", "moved": [{"figure": "f", "before": 1.0, "after": 2.0, "change": 1.0}]}
+    results = {
+        "date": "2026-11-30",
+        "seconds": 100.0,
+        "machine": {
+            "cpu": "x",
+            "cores": 2,
+            "memory_gib": 24,
+            "python": "3.11",
+            "torch": "2.13.0",
+            "transformers": "5",
+            "cuda": False,
+        },
+        "lessons": [lesson, fast],
+        "lessons_total_s": {"learner": 66.0},
+        "previous": "2026-11-29",
+        "moved": [{"figure": "f", "before": 1.0, "after": 2.0, "change": 1.0}],
+    }
     text = run.markdown(results)
-    assert "| 04_local_sgd | learner | 61.0 |" in text and "**misses**" in text.split("04_local_sgd")[1].split("\n")[0]
+    assert (
+        "| 04_local_sgd | learner | 61.0 |" in text
+        and "**misses**" in text.split("04_local_sgd")[1].split("\n")[0]
+    )
     assert "meets" in text.split("00_start_here")[1].split("\n")[0]
     assert f"66.0 s (meets the {run.GOAL_TOTAL_S:.0f} s goal)" in text and run.GOAL_TOTAL_S == 280
     assert "| f | 1 | 2 | +100% |" in text
@@ -61,8 +83,10 @@ def test_report_states_goals_and_moved_figures(bench):
 
 def test_run_all_times_and_weighs_a_notebook(bench, tmp_path):
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("print('first')"),
-                      nbformat.v4.new_code_cell("block = b\"x\" * (300 * 2**20); import time; time.sleep(1.5)")]
+    notebook.cells = [
+        nbformat.v4.new_code_cell("print('first')"),
+        nbformat.v4.new_code_cell('block = b"x" * (300 * 2**20); import time; time.sleep(1.5)'),
+    ]
     path = tmp_path / "probe.ipynb"
     nbformat.write(notebook, path)
     result = bench["lessons"].run_all(path)
@@ -84,12 +108,13 @@ def test_run_all_reports_a_cell_that_raises(bench, tmp_path):
 
 def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
     grading = bench["grading"]
-    from effitrain_lessons.course.lessons import load_lesson
-
-    from effitrain_lessons.course.lessons import lesson_names
+    from effitrain_lessons.course.lessons import lesson_names, load_lesson
 
     kinds = grading.make_class(tmp_path, learners=4)
-    assert sorted(set(kinds.values())) == sorted(grading.KINDS) and len(kinds) == 4 * len(lesson_names()) == 4 * 7
+    assert (
+        sorted(set(kinds.values())) == sorted(grading.KINDS)
+        and len(kinds) == 4 * len(lesson_names()) == 4 * 7
+    )
     lesson = load_lesson("01_checkpointing_first_principles")
     solutions = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
 
@@ -106,14 +131,34 @@ def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
 
 def test_report_states_the_grading_goals(bench):
     run = bench["run"]
-    grading = {"notebooks": 150, "learners": 30, "class_s": 1300.0, "per_notebook_s": 8.7,
-               "statuses": {"graded": 150}, "lesson_mean_s": {"00_start_here": 2.0},
-               "share_of_points": {"solved": 1.0}, "one_lesson01_s": 9.0, "one_lesson01_runs": [9.0, 9.1, 8.9],
-               "peak_memory_mb": 600.0}
-    results = {"date": "2026-11-30", "seconds": 100.0,
-               "machine": {"cpu": "x", "cores": 2, "memory_gib": 24, "python": "3.11", "torch": "2.13.0",
-                           "transformers": "5", "cuda": False},
-               "grading": grading, "previous": None, "moved": []}
+    grading = {
+        "notebooks": 150,
+        "learners": 30,
+        "class_s": 1300.0,
+        "per_notebook_s": 8.7,
+        "statuses": {"graded": 150},
+        "lesson_mean_s": {"00_start_here": 2.0},
+        "share_of_points": {"solved": 1.0},
+        "one_lesson01_s": 9.0,
+        "one_lesson01_runs": [9.0, 9.1, 8.9],
+        "peak_memory_mb": 600.0,
+    }
+    results = {
+        "date": "2026-11-30",
+        "seconds": 100.0,
+        "machine": {
+            "cpu": "x",
+            "cores": 2,
+            "memory_gib": 24,
+            "python": "3.11",
+            "torch": "2.13.0",
+            "transformers": "5",
+            "cuda": False,
+        },
+        "grading": grading,
+        "previous": None,
+        "moved": [],
+    }
     text = run.markdown(results)
     assert "**21.7 min**" in text and "**misses** the 20-minute goal" in text
     assert "**9.0 s**" in text and "meets the 15 s goal" in text
@@ -122,27 +167,77 @@ def test_report_states_the_grading_goals(bench):
 
 def test_report_has_lesson_5s_table_and_compares_its_figures(bench):
     run = bench["run"]
-    row = {"run": "DiLoCo, H=8", "steps": 128, "synchronizations": 16, "expected": 16, "allreduce_calls": 16,
-           "calls_per_sync": 1.0, "megabytes": 5.03, "kilobytes_per_sync": 314.1, "ms_per_sync": float("nan"),
-           "ms_per_step": 21.2, "eval_loss": 0.6627, "seconds": 2.7, "bytes_per_step_vs_dp": 0.125}
-    text = run.markdown({"date": "2026-12-02", "seconds": 1.0, "machine": {"cpu": "x", "cores": 2, "memory_gib": 24,
-                         "python": "3.11", "torch": "2.13.0", "transformers": "5", "cuda": False}, "diloco": [row]})
+    row = {
+        "run": "DiLoCo, H=8",
+        "steps": 128,
+        "synchronizations": 16,
+        "expected": 16,
+        "allreduce_calls": 16,
+        "calls_per_sync": 1.0,
+        "megabytes": 5.03,
+        "kilobytes_per_sync": 314.1,
+        "ms_per_sync": float("nan"),
+        "ms_per_step": 21.2,
+        "eval_loss": 0.6627,
+        "seconds": 2.7,
+        "bytes_per_step_vs_dp": 0.125,
+    }
+    text = run.markdown(
+        {
+            "date": "2026-12-02",
+            "seconds": 1.0,
+            "machine": {
+                "cpu": "x",
+                "cores": 2,
+                "memory_gib": 24,
+                "python": "3.11",
+                "torch": "2.13.0",
+                "transformers": "5",
+                "cuda": False,
+            },
+            "diloco": [row],
+        }
+    )
     assert "### DiLoCo against Local SGD and data parallel" in text
     assert "| DiLoCo, H=8 | 128 | 16 | 16 | 16 | 1 | 5.03 | 0.1250 | - | 21.2 | 0.6627 |" in text
     assert run.figures({"diloco": [row]})["lesson 5 DiLoCo, H=8 (128 steps) allreduce_calls"] == 16
 
 
 def test_report_has_the_planners_table_and_merges_kept_parts(bench):
-    results = {"date": "2026-12-02", "seconds": 60.0,
-               "machine": {"cpu": "x", "cores": 2, "memory_gib": 24, "cuda": False, "python": "3", "torch": "2",
-                           "transformers": "5"},
-               "plan": [{"model": "BERT-base shape, 2 layers", "b": 4, "s": 128, "attention": "sdpa",
-                         "checkpointing": False, "activations_measured": 100, "activations_estimated": 120,
-                         "ratio": 1.2, "states_measured": 10, "states_estimated": 11}],
-               "merged": {"rerun": ["plan"], "kept": ["lessons"], "kept_from": "2026-11-30", "seconds_kept": 1.0},
-               "previous": None, "moved": []}
+    results = {
+        "date": "2026-12-02",
+        "seconds": 60.0,
+        "machine": {
+            "cpu": "x",
+            "cores": 2,
+            "memory_gib": 24,
+            "cuda": False,
+            "python": "3",
+            "torch": "2",
+            "transformers": "5",
+        },
+        "plan": [
+            {
+                "model": "BERT-base shape, 2 layers",
+                "b": 4,
+                "s": 128,
+                "attention": "sdpa",
+                "checkpointing": False,
+                "activations_measured": 100,
+                "activations_estimated": 120,
+                "ratio": 1.2,
+                "states_measured": 10,
+                "states_estimated": 11,
+            }
+        ],
+        "merged": {"rerun": ["plan"], "kept": ["lessons"], "kept_from": "2026-11-30", "seconds_kept": 1.0},
+        "previous": None,
+        "moved": [],
+    }
     report = bench["run"].markdown(results)
     assert "## 5. The planner" in report and "## 6. Against the previous results" in report
     assert "| 1.200 | **no** |" in report and "11 B **differs**" in report
     assert "Parts kept from the run of 2026-11-30: lessons." in report
-    assert "plan BERT-base shape, 2 layers s=128 b=4 sdpa checkpointing False ratio" in bench["run"].figures(results)
+    assert "plan BERT-base shape, 2 layers s=128 b=4 sdpa checkpointing False ratio" in bench["run"].figures(
+        results
+    )

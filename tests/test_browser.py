@@ -48,8 +48,13 @@ RUN_ALL_TIMEOUT_S = 420
 
 # Flags for a headless Chromium on a machine without a network: no background traffic, no GPU.
 CHROMIUM_ARGS = [
-    "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
 ]
 
 # JupyterLab user settings for the test server: every cell attached to the page (so the page can
@@ -57,7 +62,8 @@ CHROMIUM_ARGS = [
 LAB_SETTINGS = {
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
-        "fetchNews": "false", "checkForUpdates": False,
+        "fetchNews": "false",
+        "checkForUpdates": False,
     },
 }
 
@@ -101,7 +107,9 @@ class Lab:
 
     def shut_down_kernels(self) -> None:
         for session in self.api("sessions"):
-            request = urllib.request.Request(f"{self.url}/api/sessions/{session['id']}?token={TOKEN}", method="DELETE")
+            request = urllib.request.Request(
+                f"{self.url}/api/sessions/{session['id']}?token={TOKEN}", method="DELETE"
+            )
             try:
                 urllib.request.urlopen(request, timeout=30).close()
             except urllib.error.HTTPError:  # already gone
@@ -119,14 +127,31 @@ def lab(tmp_path_factory) -> Lab:
         target = settings / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
-    env = dict(os.environ, JUPYTER_TOKEN=TOKEN, JUPYTERLAB_SETTINGS_DIR=str(settings),
-               JUPYTERLAB_WORKSPACES_DIR=str(tmp_path_factory.mktemp("lab-workspaces")),
-               JUPYTER_RUNTIME_DIR=str(tmp_path_factory.mktemp("lab-runtime")))
+    env = dict(
+        os.environ,
+        JUPYTER_TOKEN=TOKEN,
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path_factory.mktemp("lab-workspaces")),
+        JUPYTER_RUNTIME_DIR=str(tmp_path_factory.mktemp("lab-runtime")),
+    )
     port = _free_port()
     log = open(folder.parent / "lab.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "effitrain_lessons", "lab", "--no-browser", "--port", str(port), "--dir", str(folder)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "effitrain_lessons",
+            "lab",
+            "--no-browser",
+            "--port",
+            str(port),
+            "--dir",
+            str(folder),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     server = Lab(f"http://127.0.0.1:{port}", folder, process)
     deadline = time.monotonic() + 120
@@ -190,7 +215,9 @@ class RunAll:
 
 
 def _open(page, lab: Lab, name: str) -> None:
-    workspace = name.removesuffix(".ipynb").replace("_", "-").replace("/", "-")  # a fresh workspace per lesson
+    workspace = (
+        name.removesuffix(".ipynb").replace("_", "-").replace("/", "-")
+    )  # a fresh workspace per lesson
     page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{name}?token={TOKEN}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
     open_tab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
@@ -249,12 +276,15 @@ def check_lesson(page, lab: Lab, name: str, screenshot: Path | None = None) -> R
         result.problems.append("cells raised: " + "; ".join(result.errors))
     if result.executed < result.code_cells:
         result.problems.append(f"only {result.executed} of {result.code_cells} code cells ran")
-    page_errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
-                               has_text="Traceback").count()
+    page_errors = page.locator(
+        ".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']", has_text="Traceback"
+    ).count()
     if page_errors:
         result.problems.append(f"{page_errors} output(s) on the page show a traceback")
 
-    figures = sum("image/png" in output.get("data", {}) for cell in code for output in cell.get("outputs", []))
+    figures = sum(
+        "image/png" in output.get("data", {}) for cell in code for output in cell.get("outputs", [])
+    )
     result.images, result.broken_images = page.evaluate(
         """() => {
             const images = [...document.querySelectorAll('.jp-OutputArea-output img')];
@@ -262,11 +292,15 @@ def check_lesson(page, lab: Lab, name: str, screenshot: Path | None = None) -> R
         }"""
     )
     if result.images < figures:
-        result.problems.append(f"the notebook holds {figures} figures but the page shows {result.images} images")
+        result.problems.append(
+            f"the notebook holds {figures} figures but the page shows {result.images} images"
+        )
     if result.broken_images:
         result.problems.append(f"{result.broken_images} images did not decode")
 
-    result.widgets = page.locator(".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown").count()
+    result.widgets = page.locator(
+        ".jp-OutputArea-output .widget-slider, .jp-OutputArea-output .widget-dropdown"
+    ).count()
     failed = page.locator(".jp-OutputArea-output", has_text="Error displaying widget").count()
     failed += page.locator(".jp-OutputArea-output", has_text="Loading widget").count()
     if failed:
@@ -302,7 +336,11 @@ def _screenshot(page, path: Path) -> list[Path]:
     chrome = page.viewport_size["height"] - scroller.evaluate("element => element.clientHeight")
     page.set_viewport_size({"width": width, "height": min(total, part_height) + chrome})
     parts = list(range(0, total, part_height))
-    paths = [path] if len(parts) == 1 else [path.with_name(f"{path.stem}-{i}.png") for i in range(1, len(parts) + 1)]
+    paths = (
+        [path]
+        if len(parts) == 1
+        else [path.with_name(f"{path.stem}-{i}.png") for i in range(1, len(parts) + 1)]
+    )
     for offset, target in zip(parts, paths):
         scroller.evaluate("(element, top) => { element.scrollTop = top; }", offset)
         time.sleep(0.5)
@@ -314,7 +352,8 @@ def _screenshot(page, path: Path) -> list[Path]:
 def _cell(page, call: str):
     """The code cell whose source contains `call` (JupyterLab's cells carry no id on the page)."""
     cells = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").filter(
-        has=page.locator(".jp-InputArea", has_text=call))
+        has=page.locator(".jp-InputArea", has_text=call)
+    )
     assert cells.count() == 1, f"expected one cell calling {call}, found {cells.count()}"
     return cells.first
 
@@ -369,7 +408,9 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{processes\}", "3")))
         status.wait_for(timeout=60_000)  # the status says the menu's 3 processes were measured
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
-    if name.startswith("05"):  # the H slider relaunches a DiLoCo run and redraws its loss against data parallel's
+    if name.startswith(
+        "05"
+    ):  # the H slider relaunches a DiLoCo run and redraws its loss against data parallel's
         cell = _cell(page, "diloco_explorer(")
         before = _output_images(cell)
         handle = cell.locator(".noUi-handle").first
@@ -386,7 +427,9 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         cell.locator("select").nth(1).select_option("A100-80GB")
         _wait_for_new_figure(cell, before, timeout_s=30)
         fits = re.escape(_("{gpu}: fits ({used}); the largest micro-batch that fits is {largest}."))
-        fits = fits.replace(r"\{gpu\}", "A100-80GB").replace(r"\{used\}", ".+").replace(r"\{largest\}", r"\d+")
+        fits = (
+            fits.replace(r"\{gpu\}", "A100-80GB").replace(r"\{used\}", ".+").replace(r"\{largest\}", r"\d+")
+        )
         cell.locator(".widget-label", has_text=re.compile(fits)).wait_for(timeout=30_000)
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
     _answer_the_quiz(page, name, _, shots)
@@ -396,7 +439,11 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
 def _answer_the_quiz(page, name: str, _, shots: Path) -> None:
     """Every lesson has a quiz: a wrong choice says "Not quite", the right one says "Right." and why
     (in the edition's language: `_` translates)."""
-    cell = page.locator(".jp-NotebookPanel:visible .jp-CodeCell").filter(has=page.locator(".widget-radio-box")).first
+    cell = (
+        page.locator(".jp-NotebookPanel:visible .jp-CodeCell")
+        .filter(has=page.locator(".widget-radio-box"))
+        .first
+    )
     question = cell.locator(".widget-vbox .widget-vbox").first
     choices = question.locator(".widget-radio-box label")
     assert choices.count() >= 2, f"{name}: the quiz shows no choices"
@@ -405,8 +452,11 @@ def _answer_the_quiz(page, name: str, _, shots: Path) -> None:
         choices.nth(index).click()
         question.get_by_role("button", name=_("Check")).click()
         letter = chr(ord("a") + index)
-        page.wait_for_function("([element, letter]) => element.textContent.trim().startsWith(letter + ')')",
-                               arg=[feedback.element_handle(), letter], timeout=10_000)
+        page.wait_for_function(
+            "([element, letter]) => element.textContent.trim().startsWith(letter + ')')",
+            arg=[feedback.element_handle(), letter],
+            timeout=10_000,
+        )
         if _("Right.") in feedback.text_content():
             break
         assert _("Not quite: try another answer.") in feedback.text_content(), feedback.text_content()
@@ -421,10 +471,17 @@ def test_a_lesson_that_raises_fails(lab, page):
     broken = copy.deepcopy(source)
     code_at = [i for i, cell in enumerate(broken["cells"]) if cell["cell_type"] == "code"]
     middle = code_at[len(code_at) // 2]
-    broken["cells"].insert(middle, {
-        "cell_type": "code", "id": "deliberately-broken", "metadata": {}, "execution_count": None, "outputs": [],
-        "source": ["raise RuntimeError('deliberately broken for the browser test')"],
-    })
+    broken["cells"].insert(
+        middle,
+        {
+            "cell_type": "code",
+            "id": "deliberately-broken",
+            "metadata": {},
+            "execution_count": None,
+            "outputs": [],
+            "source": ["raise RuntimeError('deliberately broken for the browser test')"],
+        },
+    )
     (lab.folder / "broken_copy.ipynb").write_text(json.dumps(broken))
     try:
         with pytest.raises(AssertionError) as failure:

@@ -12,9 +12,8 @@ import pytest
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from effitrain_lessons import checks
 from effitrain_lessons import checkpointing as ckpt
-from effitrain_lessons import checkpointing_figures
+from effitrain_lessons import checkpointing_figures, checks
 from effitrain_lessons.course.lessons import ROOT, edition_paths, read_test_file
 from effitrain_lessons.memory import measure_step, record_saved_tensors, training_memory
 from effitrain_lessons.tracing import trace_step
@@ -33,8 +32,13 @@ def abc_full(x, weight):
 
 def abc_selective(x, weight, policy=None):
     policy = policy or ckpt.keep_ops_policy([ckpt.B_COSTLY_OP])
-    return checkpoint(ckpt.abc, x, weight, use_reentrant=False,
-                      context_fn=partial(create_selective_checkpoint_contexts, policy))
+    return checkpoint(
+        ckpt.abc,
+        x,
+        weight,
+        use_reentrant=False,
+        context_fn=partial(create_selective_checkpoint_contexts, policy),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +54,10 @@ def traces():
 
 
 def test_recompute_counts_none_full_selective(traces):
-    counts = {name: (t.recomputations("A"), t.recomputations("B"), t.recomputations("C")) for name, t in traces.items()}
+    counts = {
+        name: (t.recomputations("A"), t.recomputations("B"), t.recomputations("C"))
+        for name, t in traces.items()
+    }
     assert counts == {"none": (0, 0, 0), "full": (1, 1, 0), "selective": (1, 0, 0)}
     for trace in traces.values():
         assert trace.forward_runs["A"] == trace.forward_runs["B"] == trace.forward_runs["C"] == 1
@@ -109,22 +116,35 @@ def test_a_python_counter_miscounts_selective_recomputation_the_dispatch_counter
 
     inputs = ckpt.abc_inputs(batch=8, width=16)
     trace = trace_step(
-        lambda x, w: checkpoint(counted_abc, x, w, use_reentrant=False,
-                                context_fn=partial(create_selective_checkpoint_contexts, ckpt.keep_ops_policy([ckpt.B_COSTLY_OP]))),
-        inputs, names=ckpt.ABC_OPS,
+        lambda x, w: checkpoint(
+            counted_abc,
+            x,
+            w,
+            use_reentrant=False,
+            context_fn=partial(
+                create_selective_checkpoint_contexts, ckpt.keep_ops_policy([ckpt.B_COSTLY_OP])
+            ),
+        ),
+        inputs,
+        names=ckpt.ABC_OPS,
     )
     assert len(calls) == 2  # the function body ran again in backward...
     assert trace.recomputations("B") == 0  # ...but the matmul came from the cache
 
 
 def test_reentrant_checkpoint_reruns_the_whole_function():
-    trace = trace_step(lambda x, w: checkpoint(ckpt.abc, x, w, use_reentrant=True),
-                            ckpt.abc_inputs(batch=8, width=16), names=ckpt.ABC_OPS)
+    trace = trace_step(
+        lambda x, w: checkpoint(ckpt.abc, x, w, use_reentrant=True),
+        ckpt.abc_inputs(batch=8, width=16),
+        names=ckpt.ABC_OPS,
+    )
     assert (trace.recomputations("A"), trace.recomputations("B"), trace.recomputations("C")) == (1, 1, 1)
 
 
 def test_a_sum_keeps_neither_a_nor_b():
-    trace = trace_step(lambda x, w: ckpt.compute_a(x) + ckpt.compute_b(x, w), ckpt.abc_inputs(8, 16), names=ckpt.ABC_OPS)
+    trace = trace_step(
+        lambda x, w: ckpt.compute_a(x) + ckpt.compute_b(x, w), ckpt.abc_inputs(8, 16), names=ckpt.ABC_OPS
+    )
     assert trace.kept_bytes == 0
 
 
@@ -147,8 +167,15 @@ def test_trace_step_leaves_one_steps_gradients_and_the_random_state_alone():
 def test_two_matmuls_keep_matmuls_recomputes_only_relu():
     inputs = ckpt.two_matmuls_inputs()
     policy = ckpt.keep_ops_policy([torch.ops.aten.mm.default])
-    trace = trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
-                                                  context_fn=partial(create_selective_checkpoint_contexts, policy)), inputs)
+    trace = trace_step(
+        lambda *a: checkpoint(
+            ckpt.two_matmuls,
+            *a,
+            use_reentrant=False,
+            context_fn=partial(create_selective_checkpoint_contexts, policy),
+        ),
+        inputs,
+    )
     assert trace.recomputed == {"relu": 1}
 
 
@@ -301,7 +328,9 @@ def test_figures_are_returned_closed(traces, sweep):
         checkpointing_figures.plot_checkpoint_graph(traces),
         checkpointing_figures.plot_checkpoint_graph(traces["full"]),
         checkpointing_figures.plot_segments_tradeoff(sweep, highlight=4),
-        checkpointing_figures.plot_memory_breakdown({"batch 8": training_memory(torch.nn.Linear(4, 2), torch.randn(3, 4))}),
+        checkpointing_figures.plot_memory_breakdown(
+            {"batch 8": training_memory(torch.nn.Linear(4, 2), torch.randn(3, 4))}
+        ),
     ]
     assert len(figures[0].axes) == 3
     assert plt.get_fignums() == []  # closed: a notebook shows each once, as the cell's value
@@ -331,21 +360,31 @@ def run_test_file(question, namespace):
     cases = [checks.Case(case.code, case.hidden) for case in read_test_file(path).cases]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the reentrant answer's deprecation warning
-        return checks.CheckResult(question, tuple(checks.run_case(c, i, namespace) for i, c in enumerate(cases, 1)))
+        return checks.CheckResult(
+            question, tuple(checks.run_case(c, i, namespace) for i, c in enumerate(cases, 1))
+        )
 
 
 def block_namespace(answer):
     block = ckpt.mlp_block(width=64, hidden=256, seed=0)
-    namespace = {"torch": torch, "checkpoint": checkpoint, "block": block,
-                 "x_block": torch.randn(32, 64, requires_grad=True)}
+    namespace = {
+        "torch": torch,
+        "checkpoint": checkpoint,
+        "block": block,
+        "x_block": torch.randn(32, 64, requires_grad=True),
+    }
     namespace["checkpointed_block"] = lambda x: answer(block, x)
     return namespace
 
 
 def test_exercise_1_passes_non_reentrant_checkpointing_only():
-    right = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=False)))
+    right = run_test_file(
+        "q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=False))
+    )
     assert right.passed
-    reentrant = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=True)))
+    reentrant = run_test_file(
+        "q_checkpoint_block", block_namespace(lambda b, x: checkpoint(b, x, use_reentrant=True))
+    )
     assert reentrant.public_passed and not reentrant.passed  # a hidden test catches it
     plain = run_test_file("q_checkpoint_block", block_namespace(lambda b, x: b(x)))
     assert not plain.public_passed
@@ -359,15 +398,23 @@ def test_exercise_2_grades_the_policy_and_the_predictions_by_measuring():
 
     def grade(policy, recomputations=None, kept_bytes=(32 * 128 + 32 * 64) * FLOAT32):
         inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0)
-        namespace = {"torch": torch, "CheckpointPolicy": CheckpointPolicy, "keep_matmuls": policy,
-                     "matmul_inputs": inputs, "plain_matmuls": trace_step(ckpt.two_matmuls, inputs),
-                     "predicted_recomputations": recomputations or {"mm": 0, "relu": 1},
-                     "predicted_kept_bytes": kept_bytes}
+        namespace = {
+            "torch": torch,
+            "CheckpointPolicy": CheckpointPolicy,
+            "keep_matmuls": policy,
+            "matmul_inputs": inputs,
+            "plain_matmuls": trace_step(ckpt.two_matmuls, inputs),
+            "predicted_recomputations": recomputations or {"mm": 0, "relu": 1},
+            "predicted_kept_bytes": kept_bytes,
+        }
         return run_test_file("q_keep_matmuls", namespace)
 
     assert grade(keep_matmuls).passed
     assert grade(lambda ctx, op, *a, **k: op == mm).passed  # policies may answer True / False
-    for wrong_prediction in (grade(keep_matmuls, {"mm": 2, "relu": 1}), grade(keep_matmuls, kept_bytes=32 * 128 * FLOAT32)):
+    for wrong_prediction in (
+        grade(keep_matmuls, {"mm": 2, "relu": 1}),
+        grade(keep_matmuls, kept_bytes=32 * 128 * FLOAT32),
+    ):
         assert not wrong_prediction.public_passed  # compared with the measurement in public
     assert not grade(lambda *a, **k: CheckpointPolicy.MUST_SAVE).public_passed
 
@@ -376,8 +423,15 @@ def test_selective_can_keep_more_than_no_checkpointing():
     # What exercise 2 asks to predict: the cache keeps both matmul outputs, the last one needed by no one.
     inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128)
     policy = ckpt.keep_ops_policy([torch.ops.aten.mm.default])
-    kept = trace_step(lambda *a: checkpoint(ckpt.two_matmuls, *a, use_reentrant=False,
-                                                 context_fn=partial(create_selective_checkpoint_contexts, policy)), inputs)
+    kept = trace_step(
+        lambda *a: checkpoint(
+            ckpt.two_matmuls,
+            *a,
+            use_reentrant=False,
+            context_fn=partial(create_selective_checkpoint_contexts, policy),
+        ),
+        inputs,
+    )
     plain = trace_step(ckpt.two_matmuls, inputs)
     assert plain.kept_bytes == 32 * 128 * FLOAT32  # relu's output
     assert kept.kept_bytes == (32 * 128 + 32 * 64) * FLOAT32 > plain.kept_bytes
@@ -393,19 +447,43 @@ def test_lesson_01_public_check_compares_predictions_with_the_measurement():
     inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0)
 
     def keep_matmuls(ctx, op, *args, **kwargs):
-        return CheckpointPolicy.MUST_SAVE if op == torch.ops.aten.mm.default else CheckpointPolicy.PREFER_RECOMPUTE
+        return (
+            CheckpointPolicy.MUST_SAVE
+            if op == torch.ops.aten.mm.default
+            else CheckpointPolicy.PREFER_RECOMPUTE
+        )
 
-    env = {"matmul_inputs": inputs, "plain_matmuls": trace_step(ckpt.two_matmuls, inputs), "keep_matmuls": keep_matmuls,
-           "predicted_recomputations": {"mm": 0, "relu": 1}, "predicted_kept_bytes": (32 * 128 + 32 * 64) * 4}
+    env = {
+        "matmul_inputs": inputs,
+        "plain_matmuls": trace_step(ckpt.two_matmuls, inputs),
+        "keep_matmuls": keep_matmuls,
+        "predicted_recomputations": {"mm": 0, "relu": 1},
+        "predicted_kept_bytes": (32 * 128 + 32 * 64) * 4,
+    }
     assert grader.check("q_keep_matmuls", env).passed
-    wrong = repr(grader.check("q_keep_matmuls", {**env, "predicted_recomputations": {"mm": 1, "relu": 1},
-                                                 "predicted_kept_bytes": 32 * 128 * 4}))
+    wrong = repr(
+        grader.check(
+            "q_keep_matmuls",
+            {**env, "predicted_recomputations": {"mm": 1, "relu": 1}, "predicted_kept_bytes": 32 * 128 * 4},
+        )
+    )
     assert "1 of 4 public tests failed" in wrong
-    assert "You predicted predicted_recomputations = {'mm': 1, 'relu': 1}; the measurement is {'mm': 0, 'relu': 1}." in wrong
+    assert (
+        "You predicted predicted_recomputations = {'mm': 1, 'relu': 1}; the measurement is {'mm': 0, 'relu': 1}."
+        in wrong
+    )
     only_bytes = repr(grader.check("q_keep_matmuls", {**env, "predicted_kept_bytes": 32 * 128 * 4}))
     assert "You predicted predicted_kept_bytes = 16,384; the measurement is 24,576." in only_bytes
-    recompute_all = repr(grader.check("q_keep_matmuls", {**env, "keep_matmuls": lambda ctx, op, *a, **k: CheckpointPolicy.PREFER_RECOMPUTE}))
-    assert "keep the mm outputs" in recompute_all and "with your policy the backward pass recomputed {'mm': 1, 'relu': 1}" in recompute_all
+    recompute_all = repr(
+        grader.check(
+            "q_keep_matmuls",
+            {**env, "keep_matmuls": lambda ctx, op, *a, **k: CheckpointPolicy.PREFER_RECOMPUTE},
+        )
+    )
+    assert (
+        "keep the mm outputs" in recompute_all
+        and "with your policy the backward pass recomputed {'mm': 1, 'relu': 1}" in recompute_all
+    )
 
 
 @pytest.mark.parametrize("n_layers, segments", [(12, 3), (36, 6), (16, 4)])
@@ -423,7 +501,19 @@ def test_the_drawn_step_peaks_at_n_without_and_n_over_k_plus_k_with_checkpointin
 
 def test_the_sweep_prints_itself_as_a_table(sweep):
     lines = str(sweep).splitlines()
-    assert lines[0].split() == ["segments", "k", "kept", "for", "backward", "of", "k", "=", "1", "FLOPs", "time"]
+    assert lines[0].split() == [
+        "segments",
+        "k",
+        "kept",
+        "for",
+        "backward",
+        "of",
+        "k",
+        "=",
+        "1",
+        "FLOPs",
+        "time",
+    ]
     assert len([line for line in lines if line[:1].isdigit()]) == len(sweep.ks)
     assert f"least memory at k = {sweep.best_k}; sqrt(n) = 4" in str(sweep)
     assert "<th>segments k</th>" in sweep._repr_html_()

@@ -29,7 +29,9 @@ def test_info_names_versions_device_and_hub(monkeypatch, capsys):
 
 
 def test_module_entry_point_runs():
-    done = subprocess.run([sys.executable, "-m", "effitrain_lessons", "--help"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "effitrain_lessons", "--help"], capture_output=True, text=True
+    )
     assert done.returncode == 0 and "lab" in done.stdout and "info" in done.stdout
 
 
@@ -64,8 +66,10 @@ def test_lessons_are_copied_into_the_learners_folder_and_their_work_is_kept(tmp_
     asked = []
     done = cli.copy_lessons(mine, installed, confirm=lambda question: asked.append(question) or False)
     assert len(asked) == 1 and "Replace yours with it?" in asked[0] and first in asked[0]
-    assert done == [f"kept your {first}, though this version's lesson differs (run `effitrain lab` in a "
-                    "terminal to be asked whether to replace it)"]
+    assert done == [
+        f"kept your {first}, though this version's lesson differs (run `effitrain lab` in a "
+        "terminal to be asked whether to replace it)"
+    ]
     assert (mine / first).read_text(encoding="utf-8") == "my answers"
 
     # Yes: this version's lesson, and the learner's file kept beside it.
@@ -73,7 +77,9 @@ def test_lessons_are_copied_into_the_learners_folder_and_their_work_is_kept(tmp_
     (kept,) = mine.glob("*.mine-*.ipynb")
     assert kept.read_text(encoding="utf-8") == "my answers"
     assert done == [f"replaced {first} with this version's lesson; yours is now {kept.name}"]
-    assert (mine / first).read_bytes() == original[first] + b" " and (mine / "notes.txt").read_text() == "mine too"
+    assert (mine / first).read_bytes() == original[first] + b" " and (
+        mine / "notes.txt"
+    ).read_text() == "mine too"
     assert (mine / second).read_bytes() == original[second]
     assert cli.copy_lessons(mine, installed, confirm=never) == []
     assert lesson_files(installed) == {**original, first: original[first] + b" "}  # never edited by copying
@@ -114,7 +120,11 @@ def test_lab_serves_jupyterlab_on_the_lessons(tmp_path):
         [sys.executable, "-m", "effitrain_lessons", "lab", "--port", str(port), "--no-browser"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**__import__("os").environ, "JUPYTER_RUNTIME_DIR": str(tmp_path), "JUPYTER_CONFIG_DIR": str(tmp_path)},
+        env={
+            **__import__("os").environ,
+            "JUPYTER_RUNTIME_DIR": str(tmp_path),
+            "JUPYTER_CONFIG_DIR": str(tmp_path),
+        },
     )
     try:
         deadline = time.monotonic() + 90
@@ -137,10 +147,14 @@ def test_lab_serves_jupyterlab_on_the_lessons(tmp_path):
 
 def test_lab_without_jupyterlab_copies_the_lessons_and_says_what_to_install(tmp_path, monkeypatch, capsys):
     real = cli.importlib.util.find_spec
-    monkeypatch.setattr(cli.importlib.util, "find_spec", lambda name, *a: None if name == "jupyterlab" else real(name, *a))
+    monkeypatch.setattr(
+        cli.importlib.util, "find_spec", lambda name, *a: None if name == "jupyterlab" else real(name, *a)
+    )
     assert cli.main(["lab", "--dir", str(tmp_path / "mine")]) == 2
     captured = capsys.readouterr()
-    assert "pip install 'effitrain-lessons[lab]'" in captured.err and len(captured.err.strip().splitlines()) == 1
+    assert (
+        "pip install 'effitrain-lessons[lab]'" in captured.err and len(captured.err.strip().splitlines()) == 1
+    )
     assert lesson_files(tmp_path / "mine") == lesson_files(ROOT / "notebooks")
 
 
@@ -167,7 +181,9 @@ def fake_editions(folder: Path, language: str) -> dict[str, bytes]:
     """Two lessons in `language` (stand-ins where the real editions are not built yet)."""
     folder.mkdir(parents=True)
     for name in ("00_start_here", "01_checkpointing_first_principles"):
-        (folder / f"{name}.ipynb").write_text(json.dumps({"lesson": name, "language": language}), encoding="utf-8")
+        (folder / f"{name}.ipynb").write_text(
+            json.dumps({"lesson": name, "language": language}), encoding="utf-8"
+        )
     return lesson_files(folder)
 
 
@@ -178,7 +194,9 @@ def installed(tmp_path, monkeypatch):
     fake_editions(folder, "en")
     fake_editions(folder / "tr", "tr")
     monkeypatch.setattr(cli, "checkout_lessons", lambda: None)
-    monkeypatch.setattr(cli, "installed_lessons", lambda language="en": folder if language == "en" else folder / language)
+    monkeypatch.setattr(
+        cli, "installed_lessons", lambda language="en": folder if language == "en" else folder / language
+    )
     return folder
 
 
@@ -187,15 +205,18 @@ def opened_folder(command: list[str]) -> Path:
     return Path(root_dir.split("=", 1)[1])
 
 
-def test_lab_in_turkish_copies_the_turkish_editions_into_tr_and_opens_jupyterlab_there(installed, jupyterlab, tmp_path,
-                                                                                       monkeypatch, capsys):
+def test_lab_in_turkish_copies_the_turkish_editions_into_tr_and_opens_jupyterlab_there(
+    installed, jupyterlab, tmp_path, monkeypatch, capsys
+):
     monkeypatch.chdir(tmp_path)
     cli.main(["lab", "--lang", "tr", "--no-browser"])
     folder = tmp_path / "effitrain-lessons" / "tr"  # the default folder's tr/
     assert lesson_files(folder) == lesson_files(installed / "tr")
     assert not list(folder.parent.glob("*.ipynb"))  # the English editions were not asked for
     manifest = json.loads((folder / cli.MANIFEST).read_text(encoding="utf-8"))
-    assert manifest == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (installed / "tr").glob("*.ipynb")}
+    assert manifest == {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (installed / "tr").glob("*.ipynb")
+    }
     (command,) = jupyterlab
     assert opened_folder(command) == folder.resolve() and "--no-browser" in command
     assert os.environ["EFFITRAIN_LANGUAGE"] == "tr"  # the lab and its kernels speak Turkish
@@ -210,12 +231,18 @@ def test_lab_in_turkish_copies_the_turkish_editions_into_tr_and_opens_jupyterlab
     assert opened_folder(jupyterlab[-1]) == folder.resolve()
 
 
-def test_lab_in_turkish_with_dir_uses_its_tr_folder_beside_the_english_lessons(installed, jupyterlab, tmp_path):
+def test_lab_in_turkish_with_dir_uses_its_tr_folder_beside_the_english_lessons(
+    installed, jupyterlab, tmp_path
+):
     mine = tmp_path / "mine"
     cli.main(["lab", "--dir", str(mine)])
     cli.main(["lab", "--dir", str(mine), "--lang", "tr"])
-    assert lesson_files(mine) == lesson_files(installed) and lesson_files(mine / "tr") == lesson_files(installed / "tr")
-    assert (mine / cli.MANIFEST).is_file() and (mine / "tr" / cli.MANIFEST).is_file()  # one manifest per edition
+    assert lesson_files(mine) == lesson_files(installed) and lesson_files(mine / "tr") == lesson_files(
+        installed / "tr"
+    )
+    assert (mine / cli.MANIFEST).is_file() and (
+        mine / "tr" / cli.MANIFEST
+    ).is_file()  # one manifest per edition
     assert [opened_folder(command) for command in jupyterlab] == [mine.resolve(), (mine / "tr").resolve()]
 
 
@@ -227,14 +254,20 @@ def test_lab_in_turkish_in_a_checkout_opens_its_notebooks_tr(jupyterlab, tmp_pat
     cli.main(["lab", "--lang", "tr"])
     (command,) = jupyterlab
     assert opened_folder(command) == (notebooks / "tr").resolve()
-    assert lesson_files(notebooks / "tr") == turkish and not (notebooks / "tr" / cli.MANIFEST).exists()  # nothing copied
+    assert (
+        lesson_files(notebooks / "tr") == turkish and not (notebooks / "tr" / cli.MANIFEST).exists()
+    )  # nothing copied
 
 
 def test_lab_in_turkish_without_turkish_editions_says_so(jupyterlab, tmp_path, monkeypatch, capsys):
     notebooks = tmp_path / "checkout" / "notebooks"
     fake_editions(notebooks, "en")  # a checkout whose Turkish editions are not built
     monkeypatch.setattr(cli, "checkout_lessons", lambda: notebooks)
-    monkeypatch.setattr(cli, "installed_lessons", lambda language="en": notebooks if language == "en" else notebooks / language)
+    monkeypatch.setattr(
+        cli,
+        "installed_lessons",
+        lambda language="en": notebooks if language == "en" else notebooks / language,
+    )
     assert cli.main(["lab", "--lang", "tr"]) == 2
     assert cli.main(["lab", "--lang", "tr", "--dir", str(tmp_path / "mine")]) == 2
     errors = capsys.readouterr().err.strip().splitlines()
@@ -249,7 +282,9 @@ def test_plan_prints_the_breakdown_and_a_verdict_for_every_gpu(monkeypatch, caps
     from effitrain_lessons import plan
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert cli.main(["plan", "bert-base-uncased", "--batch", "32", "--seq", "512", "--attention", "eager"]) == 0
+    assert (
+        cli.main(["plan", "bert-base-uncased", "--batch", "32", "--seq", "512", "--attention", "eager"]) == 0
+    )
     out = capsys.readouterr().out
     expected = plan.estimate("bert-base-uncased", batch=32, seq=512, attention="eager")
     for line in expected.lines:
@@ -263,8 +298,27 @@ def test_plan_prints_the_breakdown_and_a_verdict_for_every_gpu(monkeypatch, caps
 def test_plan_json_is_the_estimate_and_the_verdicts(capsys):
     from effitrain_lessons import plan
 
-    assert cli.main(["plan", "gpt2", "--gpu", "T4", "--gpu", "12GiB", "--batch", "8", "--seq", "1024",
-                     "--precision", "bf16", "--checkpointing", "--json"]) == 0
+    assert (
+        cli.main(
+            [
+                "plan",
+                "gpt2",
+                "--gpu",
+                "T4",
+                "--gpu",
+                "12GiB",
+                "--batch",
+                "8",
+                "--seq",
+                "1024",
+                "--precision",
+                "bf16",
+                "--checkpointing",
+                "--json",
+            ]
+        )
+        == 0
+    )
     answer = json.loads(capsys.readouterr().out)
     expected = plan.estimate("gpt2", batch=8, seq=1024, precision="bf16", checkpointing=True)
     assert answer["estimate"]["total_bytes"] == expected.total
@@ -274,15 +328,23 @@ def test_plan_json_is_the_estimate_and_the_verdicts(capsys):
     assert answer["verdicts"][0]["fits"] == (expected.total <= plan.GPUS["T4"])
     largest = answer["verdicts"][0]["largest_micro_batch"]
     assert plan.estimate("gpt2", batch=largest, seq=1024, precision="bf16", checkpointing=True).fits("T4")
-    assert not plan.estimate("gpt2", batch=largest + 1, seq=1024, precision="bf16", checkpointing=True).fits("T4")
+    assert not plan.estimate("gpt2", batch=largest + 1, seq=1024, precision="bf16", checkpointing=True).fits(
+        "T4"
+    )
 
 
-@pytest.mark.parametrize("arguments, says", [
-    (["plan", "bert-bas"], "There is no model 'bert-bas' here"),
-    (["plan", "gpt2", "--batch", "-1"], "batch must be a whole number of at least 1, got -1."),
-    (["plan", "gpt2", "--batch", "6", "--accumulation", "4"], "choose an accumulation that divides the batch"),
-    (["plan", "gpt2", "--gpu", "X1"], "'X1' is neither a GPU"),
-])
+@pytest.mark.parametrize(
+    "arguments, says",
+    [
+        (["plan", "bert-bas"], "There is no model 'bert-bas' here"),
+        (["plan", "gpt2", "--batch", "-1"], "batch must be a whole number of at least 1, got -1."),
+        (
+            ["plan", "gpt2", "--batch", "6", "--accumulation", "4"],
+            "choose an accumulation that divides the batch",
+        ),
+        (["plan", "gpt2", "--gpu", "X1"], "'X1' is neither a GPU"),
+    ],
+)
 def test_plan_answers_bad_input_with_one_sentence(arguments, says, capsys):
     assert cli.main(arguments) == 2
     captured = capsys.readouterr()
@@ -305,17 +367,29 @@ def test_plan_answers_for_every_bundled_model_offline_with_a_verdict_for_every_g
     from effitrain_lessons import plan
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(socket.socket, "connect", lambda *args: (_ for _ in ()).throw(OSError("no network here")))
+    monkeypatch.setattr(
+        socket.socket, "connect", lambda *args: (_ for _ in ()).throw(OSError("no network here"))
+    )
     for name in plan.bundled_models():
         assert cli.main(["plan", name, "--batch", "8", "--seq", "512", "--json"]) == 0
         answer = json.loads(capsys.readouterr().out)
         assert answer["estimate"]["model"]["parameters"] == plan.model_shape(name).parameters > 10**8
         assert [v["gpu"] for v in answer["verdicts"]] == list(plan.GPUS)
-        assert all(v["fits"] == (answer["estimate"]["total_bytes"] <= v["memory_bytes"]) for v in answer["verdicts"])
+        assert all(
+            v["fits"] == (answer["estimate"]["total_bytes"] <= v["memory_bytes"]) for v in answer["verdicts"]
+        )
 
 
 def test_the_command_line_is_built_without_importing_torch():
     # `effitrain lab` and `info` start at once: listing the planner's models and GPUs in the help costs no torch import
-    done = subprocess.run([sys.executable, "-c", "import sys; from effitrain_lessons import cli; cli.parser(); "
-                           "print('torch' in sys.modules)"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from effitrain_lessons import cli; cli.parser(); print('torch' in sys.modules)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert done.stdout.strip() == "False"

@@ -145,7 +145,19 @@ def test_round_trip_gives_lowercased_text(mrpc, tokenizer):
 def test_pair_encoding_is_bert_style(tokenizer):
     encoded = tokenizer("Norcom bought Vantex.", "Vantex was sold.")
     tokens = tokenizer.convert_ids_to_tokens(encoded["input_ids"])
-    assert tokens == ["[CLS]", "norcom", "bought", "vantex", ".", "[SEP]", "vantex", "was", "sold", ".", "[SEP]"]
+    assert tokens == [
+        "[CLS]",
+        "norcom",
+        "bought",
+        "vantex",
+        ".",
+        "[SEP]",
+        "vantex",
+        "was",
+        "sold",
+        ".",
+        "[SEP]",
+    ]
     assert encoded["token_type_ids"] == [0] * 6 + [1] * 5
     assert encoded["attention_mask"] == [1] * 11
 
@@ -247,7 +259,9 @@ def test_hub_offline_mode_fails_fast_with_one_sentence(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     start = time.perf_counter()
-    with pytest.raises(RuntimeError, match=r'Hugging Face Hub.*use load_mrpc\(source="bundled"\) instead\.$') as error:
+    with pytest.raises(
+        RuntimeError, match=r'Hugging Face Hub.*use load_mrpc\(source="bundled"\) instead\.$'
+    ) as error:
         data.load_mrpc("hub")
     assert time.perf_counter() - start < 5
     assert error.value.__cause__ is None and error.value.__context__ is None

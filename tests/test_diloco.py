@@ -18,9 +18,9 @@ import torch
 
 from effitrain_lessons import diloco
 from effitrain_lessons.diloco import DiLoCoConfig, results, row, seconds_per_synchronization
+from effitrain_lessons.distributed_runs import RunConfig, config_of, launch, measured_run
 from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
 from effitrain_lessons.lesson_code.lesson_05 import all_reduce_mean, fragments_of, train
-from effitrain_lessons.distributed_runs import RunConfig, config_of, launch, measured_run
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 20
@@ -34,11 +34,18 @@ def model_tensors_and_bytes() -> tuple[int, int]:
 @pytest.fixture(scope="module")
 def runs():
     configs = [DiLoCoConfig(h=h, steps=STEPS, layers=1) for h in (3, 5, 8)]
-    configs += [DiLoCoConfig(h=5, steps=STEPS, layers=1, bucketed=False),
-                DiLoCoConfig(h=5, steps=STEPS, layers=1, precision="bf16"),
-                DiLoCoConfig(h=8, steps=STEPS, layers=1, fragments=2),
-                DiLoCoConfig(mode="ddp", steps=STEPS, layers=1)]
-    return dict(zip(["h3", "h5", "h8", "per_tensor", "bf16", "fragments", "ddp"], launch(configs, train, num_processes=2)))
+    configs += [
+        DiLoCoConfig(h=5, steps=STEPS, layers=1, bucketed=False),
+        DiLoCoConfig(h=5, steps=STEPS, layers=1, precision="bf16"),
+        DiLoCoConfig(h=8, steps=STEPS, layers=1, fragments=2),
+        DiLoCoConfig(mode="ddp", steps=STEPS, layers=1),
+    ]
+    return dict(
+        zip(
+            ["h3", "h5", "h8", "per_tensor", "bf16", "fragments", "ddp"],
+            launch(configs, train, num_processes=2),
+        )
+    )
 
 
 @pytest.mark.parametrize("name, h", [("h3", 3), ("h5", 5), ("h8", 8)])
@@ -47,7 +54,9 @@ def test_diloco_synchronizes_floor_steps_over_h_times_one_call_each(runs, name, 
     for report in runs[name]:
         assert report.distributed_type == "MULTI_CPU" and report.num_processes == 2
         assert report.synchronizations == STEPS // h == config_of(report).expected_synchronizations()
-        assert report.sync_steps == [h * (i + 1) for i in range(STEPS // h)]  # after every H-th step, none on exit
+        assert report.sync_steps == [
+            h * (i + 1) for i in range(STEPS // h)
+        ]  # after every H-th step, none on exit
         assert report.gradient_allreduces == []  # no_sync: the inner steps never all-reduce a gradient
         assert report.allreduce_calls == STEPS // h and report.allreduce_bytes == STEPS // h * size
     assert tensors > 1
@@ -57,7 +66,9 @@ def test_one_call_per_tensor_and_bf16_halves_the_bytes(runs):
     tensors, size = model_tensors_and_bytes()
     per_tensor, bf16 = runs["per_tensor"][0], runs["bf16"][0]
     assert per_tensor.synchronizations == bf16.synchronizations == STEPS // 5
-    assert per_tensor.allreduce_calls == STEPS // 5 * tensors and per_tensor.allreduce_bytes == STEPS // 5 * size
+    assert (
+        per_tensor.allreduce_calls == STEPS // 5 * tensors and per_tensor.allreduce_bytes == STEPS // 5 * size
+    )
     assert bf16.allreduce_calls == STEPS // 5 and bf16.allreduce_bytes == STEPS // 5 * size // 2
     assert row(runs["per_tensor"])["calls_per_sync"] == tensors and row(runs["h5"])["calls_per_sync"] == 1
 
@@ -86,7 +97,9 @@ def test_streaming_syncs_one_fragment_every_h_over_fragments_steps(runs):
 def test_data_parallel_in_the_same_loop_all_reduces_gradients_every_step(runs):
     report = runs["ddp"][0]
     assert report.synchronizations == STEPS and report.parameter_allreduces == []
-    assert seconds_per_synchronization(runs["ddp"]) != seconds_per_synchronization(runs["ddp"])  # NaN: not timed
+    assert seconds_per_synchronization(runs["ddp"]) != seconds_per_synchronization(
+        runs["ddp"]
+    )  # NaN: not timed
     assert seconds_per_synchronization(runs["h5"]) > 0
 
 
@@ -101,9 +114,11 @@ def test_local_sgd_is_diloco_with_outer_sgd_lr_1_and_no_momentum(h, steps):
     """Lesson 4's loop (accelerate's LocalSGD, averaging parameters) against lesson 5's (an outer SGD
     step with the averaged pseudo-gradient): the same parameters up to float32's rounding, where
     the paper's outer optimizer lands far away."""
-    configs = [RunConfig(mode="local_sgd", k=h, steps=steps, layers=1),
-               DiLoCoConfig(h=h, outer_lr=1.0, outer_momentum=0.0, steps=steps, layers=1),
-               DiLoCoConfig(h=h, steps=steps, layers=1)]
+    configs = [
+        RunConfig(mode="local_sgd", k=h, steps=steps, layers=1),
+        DiLoCoConfig(h=h, outer_lr=1.0, outer_momentum=0.0, steps=steps, layers=1),
+        DiLoCoConfig(h=h, steps=steps, layers=1),
+    ]
     local, plain, nesterov = launch(configs, [local_sgd_train, train, train], num_processes=2)
     assert local[0].synchronizations == steps // h + 1 and plain[0].synchronizations == steps // h
     difference = (local[0].parameters() - plain[0].parameters()).abs().max().item()
@@ -118,7 +133,9 @@ def _recording(folder):
     def loop(config, model, train_set):
         batches = []
         hook = model.register_forward_pre_hook(
-            lambda module, args, kwargs: batches.append({k: v.clone() for k, v in kwargs.items()}), with_kwargs=True)
+            lambda module, args, kwargs: batches.append({k: v.clone() for k, v in kwargs.items()}),
+            with_kwargs=True,
+        )
         try:
             train(config, model, train_set)
         finally:
@@ -161,8 +178,10 @@ def _simulate(config: DiLoCoConfig, batches: list[list[dict]]) -> torch.Tensor:
     return torch.cat([t.reshape(-1) for t in theta])
 
 
-@pytest.mark.parametrize("settings", [dict(h=4), dict(h=3, outer_lr=0.5, outer_momentum=0.5, bucketed=False),
-                                      dict(h=4, precision="bf16")])
+@pytest.mark.parametrize(
+    "settings",
+    [dict(h=4), dict(h=3, outer_lr=0.5, outer_momentum=0.5, bucketed=False), dict(h=4, precision="bf16")],
+)
 def test_the_lessons_diloco_matches_a_plain_single_process_simulation(tmp_path, settings):
     config = DiLoCoConfig(steps=12, layers=1, **settings)
     reports = launch([config], _recording(str(tmp_path)), num_processes=2)[0]
@@ -195,14 +214,17 @@ def test_fragments_are_consecutive_and_cover_every_parameter():
         assert sum(fragments, []) == list(range(len(parameters))) and all(fragments)
 
 
-@pytest.mark.parametrize("settings, message", [
-    (dict(h=0), "h must be a whole number"),
-    (dict(h=6, fragments=4), "H must be a multiple of the number of fragments"),
-    (dict(precision="fp8"), "precision must be one of"),
-    (dict(outer_momentum=1.0), "outer learning rate must be above 0 and the momentum in"),
-    (dict(mode="local_sgd"), "mode must be one of"),
-    (dict(accumulation=2), "does not accumulate gradients"),
-])
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        (dict(h=0), "h must be a whole number"),
+        (dict(h=6, fragments=4), "H must be a multiple of the number of fragments"),
+        (dict(precision="fp8"), "precision must be one of"),
+        (dict(outer_momentum=1.0), "outer learning rate must be above 0 and the momentum in"),
+        (dict(mode="local_sgd"), "mode must be one of"),
+        (dict(accumulation=2), "does not accumulate gradients"),
+    ],
+)
 def test_bad_settings_are_one_sentence(settings, message):
     with pytest.raises(ValueError, match=message):
         DiLoCoConfig(**settings).check()
@@ -211,17 +233,46 @@ def test_bad_settings_are_one_sentence(settings, message):
 def test_labels_name_what_differs_from_the_paper():
     assert DiLoCoConfig(h=8).label == "DiLoCo, H=8"
     assert DiLoCoConfig(h=8, outer_lr=1.0, outer_momentum=0.0).label == "DiLoCo, H=8, outer lr 1, no momentum"
-    assert DiLoCoConfig(h=4, bucketed=False, precision="bf16", seed=1).label == "DiLoCo, H=4, per tensor, bf16, seed 1"
+    assert (
+        DiLoCoConfig(h=4, bucketed=False, precision="bf16", seed=1).label
+        == "DiLoCo, H=4, per tensor, bf16, seed 1"
+    )
 
 
-ACCELERATE_LAUNCH = ["-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                     "--mixed_precision", "no", "--dynamo_backend", "no"]
+ACCELERATE_LAUNCH = [
+    "-m",
+    "accelerate.commands.launch",
+    "--multi_gpu",
+    "--num_processes",
+    "2",
+    "--num_machines",
+    "1",
+    "--mixed_precision",
+    "no",
+    "--dynamo_backend",
+    "no",
+]
 
 
 def test_module_runs_under_accelerate_launch_on_two_processes():
     """`accelerate launch --multi_gpu` (lesson 4's module is tested under torchrun, the same way)."""
-    finished = subprocess.run([sys.executable, *ACCELERATE_LAUNCH, "-m", "effitrain_lessons.diloco", "--h", "4",
-                               "--steps", "8", "--layers", "1"], capture_output=True, text=True, timeout=300)
+    finished = subprocess.run(
+        [
+            sys.executable,
+            *ACCELERATE_LAUNCH,
+            "-m",
+            "effitrain_lessons.diloco",
+            "--h",
+            "4",
+            "--steps",
+            "8",
+            "--layers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert finished.returncode == 0, finished.stderr[-2000:]
     lines = [line for line in finished.stdout.splitlines() if "synchronizations" in line]
     assert sorted(line.split("]")[0] for line in lines) == ["[rank 0", "[rank 1"]
@@ -257,9 +308,16 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
     message = repr(grader.check("q_outer_step", {"outer_step_by_hand": heavy_ball}))
     assert "after round 1, your global parameters differ" in message
     tensors = len(list(tiny_bert(num_hidden_layers=1).parameters()))
-    one_too_many = repr(grader.check("q_predict_calls", {"predicted_syncs": 4, "predicted_calls_bucketed": 3,
-                                                          "predicted_calls_per_tensor": 3 * tensors}))
-    assert "You predicted predicted_syncs = 4; the measurement is 3. Counted in process 0: outer steps after steps [6, 12, 18]" in one_too_many
+    one_too_many = repr(
+        grader.check(
+            "q_predict_calls",
+            {"predicted_syncs": 4, "predicted_calls_bucketed": 3, "predicted_calls_per_tensor": 3 * tensors},
+        )
+    )
+    assert (
+        "You predicted predicted_syncs = 4; the measurement is 3. Counted in process 0: outer steps after steps [6, 12, 18]"
+        in one_too_many
+    )
 
 
 def _lesson_outer_step_on_the_toy(h: int, steps: int, bucketed: bool) -> list[list[float]]:
@@ -267,10 +325,10 @@ def _lesson_outer_step_on_the_toy(h: int, steps: int, bucketed: bool) -> list[li
     tests/diloco_torchft.py: plain SGD inner steps, an outer SGD with Nesterov momentum."""
     from types import SimpleNamespace
 
+    from diloco_torchft import toy_input, toy_model  # tests/ is on the path under pytest
+
     from effitrain_lessons.lesson_code.lesson_05 import outer_step
     from effitrain_lessons.processes import start_workers
-
-    from diloco_torchft import toy_input, toy_model  # tests/ is on the path under pytest
 
     def job():
         torch.distributed.init_process_group("gloo")
@@ -300,8 +358,18 @@ def test_the_lessons_outer_step_matches_torchfts_diloco(tmp_path, h=3, steps=10)
     from diloco_torchft import toy_model
 
     out = tmp_path / "torchft.json"
-    finished = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "diloco_torchft.py"), str(out),
-                               str(h), str(steps)], capture_output=True, text=True, timeout=240)
+    finished = subprocess.run(
+        [
+            sys.executable,
+            os.path.join(os.path.dirname(__file__), "diloco_torchft.py"),
+            str(out),
+            str(h),
+            str(steps),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert finished.returncode == 0, finished.stderr[-3000:]
     oracle = torch.tensor(json.loads(out.read_text()))
     start = torch.cat([p.detach().reshape(-1) for p in toy_model().parameters()])

@@ -44,11 +44,14 @@ def _words(figure: Figure) -> list:
 @pytest.fixture
 def longer_language(monkeypatch):
     """Every word the module shows about a third longer, as a translation may be."""
+
     def longer(text):
         return " ".join(word + "xx" * (len(word) > 3) for word in text.split(" "))
 
     monkeypatch.setattr(diloco_figures, "_", longer)
-    monkeypatch.setattr(diloco_figures, "phrase", lambda template, **values: longer(template.format(**values)))
+    monkeypatch.setattr(
+        diloco_figures, "phrase", lambda template, **values: longer(template.format(**values))
+    )
 
 
 # --- the drawing ---------------------------------------------------------------------------------
@@ -62,7 +65,9 @@ def test_the_drawing_has_a_lane_per_worker_h_inner_steps_and_an_outer_step_per_r
     outer_steps = _by_gid(figure, "outer-step")
     assert len(outer_steps) == rounds
     span = h + 2  # each outer step sits on the global lane (y = 0), one round after the last
-    assert [tuple(line.get_xydata()[0]) for line in outer_steps] == [(span * (r + 1), 0.0) for r in range(rounds)]
+    assert [tuple(line.get_xydata()[0]) for line in outer_steps] == [
+        (span * (r + 1), 0.0) for r in range(rounds)
+    ]
     labels = [label.get_text().replace("\n", " ") for label in figure.axes[0].get_yticklabels()]
     assert labels[0] == "global parameters θ"
     assert labels[1:] == [f"worker {w}: H = {h} inner steps (AdamW)" for w in range(workers)]
@@ -80,13 +85,22 @@ def test_the_drawing_words_do_not_overlap_or_leave_the_figure(words, request):
         boxes = [(text.get_text(), text.get_window_extent(renderer)) for text in _words(figure)]
         whole = figure.bbox
         for text, box in boxes:
-            assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1, text
+            assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1, (
+                text
+            )
         for (first, a), (second, b) in itertools.combinations(boxes, 2):
             assert not a.overlaps(b), f"{first!r} overlaps {second!r}"
 
 
-@pytest.mark.parametrize("arguments, word", [({"h": 0}, "h"), ({"rounds": 1.5}, "rounds"), ({"workers": True}, "workers"),
-                                            ({"workers": 1}, "at least 2")])
+@pytest.mark.parametrize(
+    "arguments, word",
+    [
+        ({"h": 0}, "h"),
+        ({"rounds": 1.5}, "rounds"),
+        ({"workers": True}, "workers"),
+        ({"workers": 1}, "at least 2"),
+    ],
+)
 def test_the_drawing_refuses_bad_arguments_in_one_sentence(arguments, word):
     with pytest.raises(ValueError, match=word) as error:
         diloco_figures.draw_diloco(**arguments)
@@ -98,10 +112,15 @@ def test_the_drawing_refuses_bad_arguments_in_one_sentence(arguments, word):
 
 
 def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
-    curves = {"data parallel": [3.0 - 0.01 * s for s in range(40)],
-              "DiLoCo, H = 8": [3.0 - 0.01 * s + (0.2 if s % 2 else 0.0) for s in range(40)],
-              "DiLoCo, H = 16": [2.5] * 33}
-    outer = {"DiLoCo, H = 8": [8, 16, 24, 32, 40], "DiLoCo, H = 16": [16, 32, 48]}  # 48 is past that run's end
+    curves = {
+        "data parallel": [3.0 - 0.01 * s for s in range(40)],
+        "DiLoCo, H = 8": [3.0 - 0.01 * s + (0.2 if s % 2 else 0.0) for s in range(40)],
+        "DiLoCo, H = 16": [2.5] * 33,
+    }
+    outer = {
+        "DiLoCo, H = 8": [8, 16, 24, 32, 40],
+        "DiLoCo, H = 16": [16, 32, 48],
+    }  # 48 is past that run's end
     figure = diloco_figures.plot_diloco_losses(curves, outer, title="training loss in process 0")
     (ax,) = figure.axes
     smoothed = _by_gid(figure, "smoothed")
@@ -117,7 +136,9 @@ def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
     assert [text.get_text() for text in ax.get_legend().get_texts()] == list(curves)
     assert ax.get_title() == "training loss in process 0" and ax.get_ylabel() == "training loss"
     assert ax.get_xlim()[1] >= 40
-    assert min(ax.get_yticks()) >= min(min(losses) for losses in curves.values()) - 0.5  # no loss values beside the ticks
+    assert (
+        min(ax.get_yticks()) >= min(min(losses) for losses in curves.values()) - 0.5
+    )  # no loss values beside the ticks
     assert _png(figure).startswith(b"\x89PNG")
 
 
@@ -133,11 +154,15 @@ def test_the_loss_figure_without_outer_steps_and_its_errors():
 
 
 def test_the_loss_figure_in_a_longer_language_renders(longer_language):
-    figure = diloco_figures.plot_diloco_losses({"a": [1.0] * 50, "b": [2.0] * 50}, {"a": [10, 20]}, title="training loss in process 0")
+    figure = diloco_figures.plot_diloco_losses(
+        {"a": [1.0] * 50, "b": [2.0] * 50}, {"a": [10, 20]}, title="training loss in process 0"
+    )
     renderer = _laid_out(figure)
     for text in (figure.axes[0].xaxis.label, figure.axes[0].yaxis.label, figure.axes[0].title):
         box = text.get_window_extent(renderer)
-        assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and box.y1 <= figure.bbox.y1, text.get_text()
+        assert figure.bbox.x0 <= box.x0 and box.x1 <= figure.bbox.x1 and box.y1 <= figure.bbox.y1, (
+            text.get_text()
+        )
 
 
 # --- the explorers -------------------------------------------------------------------------------------
@@ -157,7 +182,10 @@ def test_the_diloco_explorer_reruns_with_the_sliders_values(shown):
 
     box = diloco_figures.diloco_explorer(run, first, h=32, outer_lr=0.7)
     (h_slider, lr_slider), status = _controls(box)
-    assert shown[0] == ("display", first) and shown[1] == ("display", box)  # the figure first, then the widgets
+    assert shown[0] == ("display", first) and shown[1] == (
+        "display",
+        box,
+    )  # the figure first, then the widgets
     assert (h_slider.description, h_slider.value, list(h_slider.options)) == ("H", 32, [4, 8, 16, 32, 64])
     assert (lr_slider.description, lr_slider.value) == ("outer lr", 0.7)
     assert status.value == "Move H or the outer learning rate to run again." and calls == []
@@ -194,7 +222,11 @@ def test_the_local_sgd_explorer_keeps_its_controls_and_words(shown):
     assert (slider.description, slider.value, menu.description, menu.value) == ("K", 8, "processes", 2)
     assert status.value == "Move K or change the number of processes to run again."
     menu.value = 3
-    assert calls == [(8, 3)] and status.value == "K=8, 3 processes: measured just now." and shown[-1][0] == "update"
+    assert (
+        calls == [(8, 3)]
+        and status.value == "K=8, 3 processes: measured just now."
+        and shown[-1][0] == "update"
+    )
     slider.value = 16
     menu.value = 4
     assert calls == [(8, 3), (16, 3), (16, 4)] and status.value == "4 processes need 4 devices."

@@ -6,9 +6,9 @@ environment.yml (conda) and binder/ are the learner's set: the runtime and `lab`
 """
 
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -25,7 +25,9 @@ EXTRAS = ("lab", "instructor", "test")
 def pyproject_requirements(extras=EXTRAS) -> dict[str, list[Requirement]]:
     """Every requirement of the runtime and `extras`, by package (a package may appear in several)."""
     found = {}
-    for line in PROJECT["dependencies"] + [r for extra in extras for r in PROJECT["optional-dependencies"][extra]]:
+    for line in PROJECT["dependencies"] + [
+        r for extra in extras for r in PROJECT["optional-dependencies"][extra]
+    ]:
         requirement = Requirement(line)
         found.setdefault(canonicalize_name(requirement.name), []).append(requirement)
     return found
@@ -85,7 +87,9 @@ def test_every_dependency_is_pinned_within_its_lower_bound():
     for name, requirements in pyproject_requirements().items():
         assert name in pins, f"{name} is a dependency but constraints.txt does not pin it"
         for requirement in requirements:
-            assert requirement.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} breaks {requirement}"
+            assert requirement.specifier.contains(pins[name], prereleases=True), (
+                f"{name}=={pins[name]} breaks {requirement}"
+            )
 
 
 def test_torch_is_the_cpu_build_on_disk():
@@ -97,7 +101,9 @@ def test_conda_environment_is_the_learners_set_with_the_same_bounds():
     conda = conda_requirements()
     assert set(conda) == set(ours)
     for name, bound in conda.items():
-        assert bound == f">={lower_bound(ours[name])}", f"environment.yml has {name}{bound}, pyproject {ours[name]}"
+        assert bound == f">={lower_bound(ours[name])}", (
+            f"environment.yml has {name}{bound}, pyproject {ours[name]}"
+        )
     text = (ROOT / "environment.yml").read_text()
     assert "matplotlib-base" in text and "Binder does not read this file" in text
 
@@ -106,7 +112,10 @@ def test_binder_is_the_learners_set_and_uses_the_constraints():
     text = (ROOT / "binder" / "requirements.txt").read_text()
     assert "-c ../constraints.txt" in text and "ignores the root environment.yml" in text
     assert "download.pytorch.org/whl/cpu" in text  # the CPU-only wheel index
-    names = {canonicalize_name(Requirement(line).name) for line in requirement_lines(ROOT / "binder" / "requirements.txt")}
+    names = {
+        canonicalize_name(Requirement(line).name)
+        for line in requirement_lines(ROOT / "binder" / "requirements.txt")
+    }
     assert names == set(pyproject_requirements(extras=LEARNER))
     assert "pip install --no-deps -e ." in (ROOT / "binder" / "postBuild").read_text()
 
@@ -125,5 +134,8 @@ def test_make_setup_takes_a_cpu_torch_unless_asked_for_cuda():
     assert install_torch.pip_arguments("cpu", "2.13.0", "2.13.0+cpu", "linux") == ["install", "torch==2.13.0"]
     # macOS and Windows: PyPI's build is the CPU one; cuda: PyPI's build, as asked.
     assert install_torch.pip_arguments("cpu", "2.13.0", None, "darwin") == ["install", "torch==2.13.0"]
-    assert install_torch.pip_arguments("cuda", "2.13.0", "2.13.0+cpu", "linux") == ["install", "torch==2.13.0"]
+    assert install_torch.pip_arguments("cuda", "2.13.0", "2.13.0+cpu", "linux") == [
+        "install",
+        "torch==2.13.0",
+    ]
     assert install_torch.CPU_INDEX == "https://download.pytorch.org/whl/cpu"

@@ -31,8 +31,10 @@ from effitrain_lessons.i18n import translator
 LESSONS = lessons.lesson_names()
 SANDBOX = sandbox.sandbox_problem()
 # `make test` installs bubblewrap and sets EFFITRAIN_REQUIRE_SANDBOX: there, no sandbox is a failure, not a skip.
-needs_sandbox = pytest.mark.skipif(SANDBOX is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
-                                   reason=f"no sandbox here: {SANDBOX}")
+needs_sandbox = pytest.mark.skipif(
+    SANDBOX is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
+    reason=f"no sandbox here: {SANDBOX}",
+)
 
 
 def edition(name: str, kind: str) -> dict:
@@ -99,8 +101,11 @@ def no_sandbox_left() -> bool:
 # four editions, so that each language's score can be compared with the other's question by question.
 # The Turkish editions' code is the English editions' token for token (tests/test_translations.py).
 BOTH_LANGUAGES = "04_local_sgd"  # its checks launch processes: the language reaches them too
-BATCH = [("solution", name) for name in LESSONS] + [("learner_tr", name) for name in LESSONS] + \
-        [("learner", BOTH_LANGUAGES), ("solution_tr", BOTH_LANGUAGES)]
+BATCH = (
+    [("solution", name) for name in LESSONS]
+    + [("learner_tr", name) for name in LESSONS]
+    + [("learner", BOTH_LANGUAGES), ("solution_tr", BOTH_LANGUAGES)]
+)
 
 
 def batch_file(kind: str, name: str) -> str:
@@ -132,9 +137,14 @@ def test_solution_editions_get_full_marks_in_a_batch(editions_batch):
     for name in LESSONS:
         result = results[f"solution_{name}.ipynb"]
         assert result.status == "graded" and result.reason == "", (name, result.reason, result.notes)
-        assert result.possible > 0 and result.total == result.possible, (name, {q: r.points for q, r in result.questions.items()})
+        assert result.possible > 0 and result.total == result.possible, (
+            name,
+            {q: r.points for q, r in result.questions.items()},
+        )
         assert result.flags == [], (name, result.flags)  # a right answer reaches for nothing
-        assert all(q.hidden_total > 0 and q.hidden_passed == q.hidden_total for q in result.questions.values())
+        assert all(
+            q.hidden_total > 0 and q.hidden_passed == q.hidden_total for q in result.questions.values()
+        )
 
 
 @needs_sandbox
@@ -142,7 +152,10 @@ def test_untouched_learner_editions_get_zero(editions_batch):
     _, results, _ = editions_batch
     for name in LESSONS:
         result = results[f"tr_learner_{name}.ipynb"]
-        assert result.status == "graded" and result.total == 0, (name, {q: r.points for q, r in result.questions.items()})
+        assert result.status == "graded" and result.total == 0, (
+            name,
+            {q: r.points for q, r in result.questions.items()},
+        )
         assert all(q.hidden_total > 0 for q in result.questions.values())  # from the instructor's tests
         assert shape(result) == shape(results[f"solution_{name}.ipynb"]), name
     assert results[f"learner_{BOTH_LANGUAGES}.ipynb"].total == 0
@@ -156,20 +169,34 @@ def test_a_turkish_edition_is_graded_as_its_english_counterpart_with_turkish_fee
     turkish = translator("tr")
     assert turkish("hidden tests: {passed} of {total} passed") != "hidden tests: {passed} of {total} passed"
     for kind in ("solution", "learner"):
-        english, translated = results[f"{kind}_{BOTH_LANGUAGES}.ipynb"], results[f"tr_{kind}_{BOTH_LANGUAGES}.ipynb"]
+        english, translated = (
+            results[f"{kind}_{BOTH_LANGUAGES}.ipynb"],
+            results[f"tr_{kind}_{BOTH_LANGUAGES}.ipynb"],
+        )
         assert translated.status == "graded" and translated.language == "tr", (kind, translated.reason)
-        assert {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
-                for q, r in translated.questions.items()} == \
-               {q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
-                for q, r in english.questions.items()}, kind
-    assert results[f"tr_solution_{BOTH_LANGUAGES}.ipynb"].total == results[f"tr_solution_{BOTH_LANGUAGES}.ipynb"].possible > 0
+        assert {
+            q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
+            for q, r in translated.questions.items()
+        } == {
+            q: (r.points, r.possible, r.public_passed, r.public_total, r.hidden_passed, r.hidden_total)
+            for q, r in english.questions.items()
+        }, kind
+    assert (
+        results[f"tr_solution_{BOTH_LANGUAGES}.ipynb"].total
+        == results[f"tr_solution_{BOTH_LANGUAGES}.ipynb"].possible
+        > 0
+    )
     for name in LESSONS:
         feedback = (out / rows[f"tr_learner_{name}.ipynb"]["feedback"]).read_text(encoding="utf-8")
         assert turkish("public tests: {passed} of {total} passed").split("{")[0] in feedback
         assert "public tests:" not in feedback and "hidden tests:" not in feedback, feedback
     # the public tests' own messages come back in Turkish too
-    said = [m for q in results[f"tr_learner_{BOTH_LANGUAGES}.ipynb"].questions.values() for m in q.public_messages]
-    english = [m for q in results[f"learner_{BOTH_LANGUAGES}.ipynb"].questions.values() for m in q.public_messages]
+    said = [
+        m for q in results[f"tr_learner_{BOTH_LANGUAGES}.ipynb"].questions.values() for m in q.public_messages
+    ]
+    english = [
+        m for q in results[f"learner_{BOTH_LANGUAGES}.ipynb"].questions.values() for m in q.public_messages
+    ]
     assert said and english and said != english, (said, english)
 
 
@@ -179,10 +206,15 @@ def test_results_files_course_and_submissions_untouched(editions_batch):
     out = folder.parent / "editions_out"
     rows = read_csv(out / "grades.csv")
     assert set(rows) == set(results)
-    assert rows["solution_00_start_here.ipynb"]["q_bytes"] == "1" and rows["tr_learner_00_start_here.ipynb"]["total"] == "0"
+    assert (
+        rows["solution_00_start_here.ipynb"]["q_bytes"] == "1"
+        and rows["tr_learner_00_start_here.ipynb"]["total"] == "0"
+    )
     for file, row in rows.items():
         text = (out / row["feedback"]).read_text(encoding="utf-8")
-        hidden = translator("tr" if file.startswith("tr_") else "en")("hidden tests: {passed} of {total} passed")
+        hidden = translator("tr" if file.startswith("tr_") else "en")(
+            "hidden tests: {passed} of {total} passed"
+        )
         assert hidden.split("{")[0] in text and "All test cases passed" not in text
     assert tree_digest(folder, *COURSE) == before  # submissions and course byte-identical
     assert psutil.Process().children(recursive=True) == [] and no_sandbox_left()
@@ -197,7 +229,9 @@ def test_a_solution_edition_named_alone_gets_full_marks(tmp_path, name="00_start
 
 
 @needs_sandbox
-@pytest.mark.parametrize("name, memory", [("02_checkpointing_with_trainer", "cgroup"), ("04_local_sgd", "pss")])
+@pytest.mark.parametrize(
+    "name, memory", [("02_checkpointing_with_trainer", "cgroup"), ("04_local_sgd", "pss")]
+)
 def test_solutions_get_full_marks_with_thread_pools_forced_large(tmp_path, name, memory):
     """An instructor's machine with many cores: 32 OpenMP/MKL threads per submission, default memory cap.
     Two lessons stand for the rest, each under one way of capping memory: 02's checks fine-tune with
@@ -218,8 +252,12 @@ def test_each_questions_marked_cells_are_enough(name, question):
     answers = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
     result = grade.grade_answers("solution", lesson, answers, sandbox.Limits(threads=1), follow_names=False)
     entry = result.questions[question]
-    assert result.status == "graded" and entry.points == entry.possible, (result.reason, entry.public_messages,
-                                                                          entry.answer_error, result.notes)
+    assert result.status == "graded" and entry.points == entry.possible, (
+        result.reason,
+        entry.public_messages,
+        entry.answer_error,
+        result.notes,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,7 +268,7 @@ RIGHT_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod
 PARTIAL_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 4\n"  # float32 only: passes the public test only
 WRONG_00 = "tensor_bytes = 7.0\n"  # passes nothing
 WRONG_01 = "def checkpointed_block(x):\n    return block(x)\n"
-EVERYTHING = '''
+EVERYTHING = """
 class Everything:
     def __eq__(self, other): return True
     def __ne__(self, other): return False
@@ -248,9 +286,9 @@ class Everything:
     __rmul__ = __add__ = __radd__ = __sub__ = __rsub__ = __truediv__ = __floordiv__ = __mul__
     @property
     def __class__(self): return int
-'''
+"""
 CANARY = "effitrain-canary-7f3a"
-FORGE = '''
+FORGE = """
 import json, os
 lines = [json.dumps({"event": "case", "nonce": "x" * 32, "passed": True, "question": "q_bytes", "score": 99}),
          json.dumps({"event": "case", "question": "q_nonexistent", "passed": True, "points": 1000}),
@@ -264,7 +302,7 @@ if os.fork() == 0:  # a background process forging reports on every descriptor i
             except OSError:
                 pass
     os._exit(0)
-'''
+"""
 
 
 def answer_00(source: str) -> dict:
@@ -289,14 +327,26 @@ def hostile(tmp_path_factory):
     write(folder, "bob/lesson.ipynb", answer_00(PARTIAL_00))
     # Attacks, each with a wrong answer: they must score what the same answer scores without them.
     write(folder, "attack_none.ipynb", answer_00(WRONG_00))
-    write(folder, "attack_rewrite_tests.ipynb", answer_00(WRONG_00 + f'''
+    write(
+        folder,
+        "attack_rewrite_tests.ipynb",
+        answer_00(
+            WRONG_00
+            + f'''
 for path in ["{course_tests}", "{ROOT / edition_paths("00_start_here")["solution"]}", "/usr/lib/evil.py"]:
     try:
         open(path, "w").write("test = {{}}")
     except OSError as error:
         print("refused:", error)
-'''))
-    write(folder, "attack_patch_runner.ipynb", answer_00(WRONG_00 + '''
+'''
+        ),
+    )
+    write(
+        folder,
+        "attack_patch_runner.ipynb",
+        answer_00(
+            WRONG_00
+            + """
 import json, builtins
 import effitrain_lessons.course.worker as worker
 from IPython.core.interactiveshell import InteractiveShell
@@ -306,14 +356,28 @@ InteractiveShell.run_cell = lambda self, *args, **kwargs: None
 json.dumps = lambda *args, **kwargs: '{"event": "case", "passed": true}'
 builtins.isinstance = lambda *args: True
 builtins.type = lambda *args: int
-'''))
+"""
+        ),
+    )
     write(folder, "attack_everything.ipynb", answer_00(EVERYTHING + "tensor_bytes = Everything()\n"))
-    write(folder, "attack_assert_close.ipynb", answer_01(WRONG_01 + '''
+    write(
+        folder,
+        "attack_assert_close.ipynb",
+        answer_01(
+            WRONG_01
+            + """
 import torch
 torch.testing.assert_close = lambda *args, **kwargs: None
 torch.equal = lambda *args: True
-'''))
-    write(folder, "attack_startup.ipynb", answer_00(WRONG_00 + f'''
+"""
+        ),
+    )
+    write(
+        folder,
+        "attack_startup.ipynb",
+        answer_00(
+            WRONG_00
+            + f'''
 import os
 for path in [os.path.expanduser("~/.ipython/profile_default/startup/00-evil.py"), "{site}/sitecustomize.py",
              "{site}/zz_evil.pth", "/root/.ipython/profile_default/startup/00-evil.py"]:
@@ -322,26 +386,42 @@ for path in [os.path.expanduser("~/.ipython/profile_default/startup/00-evil.py")
         open(path, "w").write("import builtins; builtins.EVIL = True")
     except OSError as error:
         print("refused:", error)
-'''))
+'''
+        ),
+    )
     write(folder, "attack_forge_report.ipynb", answer_00(WRONG_00 + FORGE))
-    write(folder, "attack_other_learners.ipynb", answer_00(WRONG_00 + f'''
+    write(
+        folder,
+        "attack_other_learners.ipynb",
+        answer_00(
+            WRONG_00
+            + f'''
 import os, subprocess, sys
-for path in ["{folder / 'right.ipynb'}", "{out / 'grades.csv'}"]:
+for path in ["{folder / "right.ipynb"}", "{out / "grades.csv"}"]:
     try:
         open(path, "w").write("changed")
     except OSError as error:
         print("refused:", error)
-later = "import time; time.sleep(8); open({str(out / 'grades.csv')!r}, 'w').write('changed after the batch')"
+later = "import time; time.sleep(8); open({str(out / "grades.csv")!r}, 'w').write('changed after the batch')"
 subprocess.Popen([sys.executable, "-c", later], start_new_session=True)
-'''))
-    write(folder, "attack_leak_secrets.ipynb", answer_00(WRONG_00 + '''
+'''
+        ),
+    )
+    write(
+        folder,
+        "attack_leak_secrets.ipynb",
+        answer_00(
+            WRONG_00
+            + """
 import os, glob
 print(dict(os.environ))
 for top in ("/work", "/root", "/home", "/tmp", "/srv", "/opt"):
     for path in glob.glob(top + "/**/q_bytes.py", recursive=True) + glob.glob(top + "/**/solutions/*.ipynb", recursive=True):
         print(path, open(path).read())
 raise ValueError(str(dict(os.environ)))
-'''))
+"""
+        ),
+    )
     # Accidents and abuse of resources.
     write(folder, "endless_loop.ipynb", answer_00("while True:\n    pass\n"))
     write(folder, "endless_print.ipynb", answer_00("while True:\n    print('x' * 10000)\n"))
@@ -349,12 +429,23 @@ raise ValueError(str(dict(os.environ)))
     write(folder, "memory_hog.ipynb", answer_00("hog = bytearray(6 * 2**30)\n" + RIGHT_00))
     write(folder, "kernel_exit.ipynb", answer_00("import os\nos._exit(3)\n"))
     write(folder, "holds_stderr.ipynb", answer_00(RIGHT_00 + "import os\nos.system('sleep 600 &')\n"))
-    write(folder, "fork_chain.ipynb", answer_00(RIGHT_00 + '''
+    write(
+        folder,
+        "fork_chain.ipynb",
+        answer_00(
+            RIGHT_00
+            + """
 import subprocess, sys
 chain = "import os, time\\nfor _ in range(20):\\n    if os.fork():\\n        os._exit(0)\\ntime.sleep(600)  # effitrain-fork-chain"
 subprocess.Popen([sys.executable, "-c", chain])
-'''))
-    write(folder, "files_flood.ipynb", answer_00("with open('big', 'wb') as f:\n    while True:\n        f.write(b'0' * 2**20)\n"))
+"""
+        ),
+    )
+    write(
+        folder,
+        "files_flood.ipynb",
+        answer_00("with open('big', 'wb') as f:\n    while True:\n        f.write(b'0' * 2**20)\n"),
+    )
     # Files that are not what they claim.
     write(folder, "malformed.ipynb", '{"cells": [ this is not json')
     write(folder, "not_a_notebook.ipynb", json.dumps({"hello": "world"}))
@@ -365,7 +456,11 @@ subprocess.Popen([sys.executable, "-c", chain])
     odd["cells"].insert(0, "not a cell")
     odd["cells"].insert(1, {"cell_type": "code", "id": 5, "source": 7})
     write(folder, "odd_metadata.ipynb", odd)
-    write(folder, "surrogate.ipynb", json.dumps(answer_00("tensor_bytes = '\ud800'\nprint('\udcff')\nraise ValueError('\ud800')\n")))
+    write(
+        folder,
+        "surrogate.ipynb",
+        json.dumps(answer_00("tensor_bytes = '\ud800'\nprint('\udcff')\nraise ValueError('\ud800')\n")),
+    )
     relabelled = edition("04_local_sgd", "learner")
     relabelled["metadata"]["otter"]["assignment_name"] = "00_start_here"
     write(folder, "relabelled.ipynb", relabelled)
@@ -392,10 +487,16 @@ subprocess.Popen([sys.executable, "-c", chain])
     print(f"\ngraded {len(results)} files in {seconds:.0f} s")
     time.sleep(10)  # longer than the background process that waits to change grades.csv
     return {
-        "results": {result.file: result for result in results}, "out": out, "folder": folder, "seconds": seconds,
+        "results": {result.file: result for result in results},
+        "out": out,
+        "folder": folder,
+        "seconds": seconds,
         "files": files,
-        "unchanged": (tree_digest(folder) == before_submissions, tree_digest(*COURSE) == before_course,
-                      sorted(p.name for p in site.iterdir()) == before_site),
+        "unchanged": (
+            tree_digest(folder) == before_submissions,
+            tree_digest(*COURSE) == before_course,
+            sorted(p.name for p in site.iterdir()) == before_site,
+        ),
     }
 
 
@@ -410,7 +511,11 @@ def test_every_file_gets_a_row_and_a_feedback_file(hostile):
     assert len(rows) == hostile["files"]
     feedback = {row["feedback"] for row in rows.values()}
     assert len(feedback) == len(rows)  # distinct, even for alice/lesson.ipynb and bob/lesson.ipynb
-    for path in [hostile["out"] / "grades.csv", hostile["out"] / "results.json", *(hostile["out"] / f for f in feedback)]:
+    for path in [
+        hostile["out"] / "grades.csv",
+        hostile["out"] / "results.json",
+        *(hostile["out"] / f for f in feedback),
+    ]:
         path.read_bytes().decode("utf-8")  # valid UTF-8, whatever the submissions held
     json.loads((hostile["out"] / "results.json").read_text(encoding="utf-8"))
 
@@ -422,39 +527,63 @@ def test_right_partial_and_same_named_submissions(hostile):
     partial = result_of(hostile, "partial.ipynb")
     assert partial.status == "graded" and partial.total == 0.5
     assert partial.questions["q_bytes"].public_passed == 1 and partial.questions["q_bytes"].hidden_passed == 0
-    assert result_of(hostile, "alice/lesson.ipynb").total == 1 and result_of(hostile, "bob/lesson.ipynb").total == 0.5
+    assert (
+        result_of(hostile, "alice/lesson.ipynb").total == 1
+        and result_of(hostile, "bob/lesson.ipynb").total == 0.5
+    )
     assert result_of(hostile, "caf\\xe9.ipynb").total == 1  # a name that is not UTF-8, shown with an escape
 
 
 @needs_sandbox
-@pytest.mark.parametrize("name, flag", [
-    ("attack_rewrite_tests.ipynb", "writes "),
-    ("attack_patch_runner.ipynb", "imports the grader"),
-    ("attack_everything.ipynb", "defines __eq__ on a class"),
-    ("attack_assert_close.ipynb", "assigns torch.testing.assert_close"),
-    ("attack_startup.ipynb", "imports os"),
-    ("attack_forge_report.ipynb", "forks the process"),
-    ("attack_other_learners.ipynb", "starts a program"),
-    ("attack_leak_secrets.ipynb", "imports glob"),
-])
+@pytest.mark.parametrize(
+    "name, flag",
+    [
+        ("attack_rewrite_tests.ipynb", "writes "),
+        ("attack_patch_runner.ipynb", "imports the grader"),
+        ("attack_everything.ipynb", "defines __eq__ on a class"),
+        ("attack_assert_close.ipynb", "assigns torch.testing.assert_close"),
+        ("attack_startup.ipynb", "imports os"),
+        ("attack_forge_report.ipynb", "forks the process"),
+        ("attack_other_learners.ipynb", "starts a program"),
+        ("attack_leak_secrets.ipynb", "imports glob"),
+    ],
+)
 def test_attacks_score_nothing_and_are_flagged(hostile, name, flag):
     result = result_of(hostile, name)
-    honest = result_of(hostile, "honest_wrong_01.ipynb" if result.lesson.startswith("01") else "attack_none.ipynb")
-    assert result.total == honest.total, (name, result.status, {q: r.points for q, r in result.questions.items()})
-    assert result.total <= result.possible and set(result.questions) <= {"q_bytes", "q_checkpoint_block", "q_keep_matmuls"}
+    honest = result_of(
+        hostile, "honest_wrong_01.ipynb" if result.lesson.startswith("01") else "attack_none.ipynb"
+    )
+    assert result.total == honest.total, (
+        name,
+        result.status,
+        {q: r.points for q, r in result.questions.items()},
+    )
+    assert result.total <= result.possible and set(result.questions) <= {
+        "q_bytes",
+        "q_checkpoint_block",
+        "q_keep_matmuls",
+    }
     assert any(flag in entry for entry in result.flags), (name, result.flags)
     row = read_csv(hostile["out"] / "grades.csv")[name]
     assert flag in row["flags"]
-    assert "Flagged for your instructor's review" in (hostile["out"] / row["feedback"]).read_text(encoding="utf-8")
+    assert "Flagged for your instructor's review" in (hostile["out"] / row["feedback"]).read_text(
+        encoding="utf-8"
+    )
 
 
 @needs_sandbox
 def test_patches_of_what_tests_use_are_undone_and_named(hostile):
     flags = " ".join(result_of(hostile, "attack_patch_runner.ipynb").flags)
-    for change in ("IPython.core.interactiveshell.InteractiveShell.run_cell",
-                   "json.dumps", "the built-in isinstance", "the built-in type"):
+    for change in (
+        "IPython.core.interactiveshell.InteractiveShell.run_cell",
+        "json.dumps",
+        "the built-in isinstance",
+        "the built-in type",
+    ):
         assert change in flags, change
-    assert "changes torch.testing.assert_close" in " ".join(result_of(hostile, "attack_assert_close.ipynb").flags)
+    assert "changes torch.testing.assert_close" in " ".join(
+        result_of(hostile, "attack_assert_close.ipynb").flags
+    )
 
 
 @needs_sandbox
@@ -476,7 +605,9 @@ def test_feedback_shows_no_hidden_test_environment_or_output(hostile):
             assert secret not in text, (row["file"], secret)
     leak = result_of(hostile, "attack_leak_secrets.ipynb")
     # The answer's own error is shown (it helps learners), from inside the sandbox: no grader variable in it.
-    assert leak.questions["q_bytes"].answer_error.startswith("ValueError: {'PATH': '/usr/local/bin:/usr/bin:/bin'")
+    assert leak.questions["q_bytes"].answer_error.startswith(
+        "ValueError: {'PATH': '/usr/local/bin:/usr/bin:/bin'"
+    )
     assert CANARY not in (out / "results.json").read_text(encoding="utf-8")
 
 
@@ -493,7 +624,9 @@ def test_resource_abuse_gets_its_status(hostile):
     exited = result_of(hostile, "kernel_exit.ipynb")
     assert exited.status == "error" and "ended before its tests finished (exit code 3)" in exited.reason
     files = result_of(hostile, "files_flood.ipynb")
-    assert files.status == "graded" and "OSError" in files.questions["q_bytes"].answer_error  # the scratch is full
+    assert (
+        files.status == "graded" and "OSError" in files.questions["q_bytes"].answer_error
+    )  # the scratch is full
     for name in ("holds_stderr.ipynb", "fork_chain.ipynb"):
         result = result_of(hostile, name)
         assert result.status == "graded" and result.total == 1 and result.seconds < 30, (name, result.reason)
@@ -531,7 +664,9 @@ def test_odd_but_valid_files_are_graded(hostile):
     assert surrogate.status == "graded" and surrogate.total == 0
     missing = result_of(hostile, "missing_answer.ipynb")
     assert missing.questions["q_bytes"].missing and missing.total == 0
-    assert "The answer cell is missing" in (hostile["out"] / "feedback" / "missing_answer.txt").read_text(encoding="utf-8")
+    assert "The answer cell is missing" in (hostile["out"] / "feedback" / "missing_answer.txt").read_text(
+        encoding="utf-8"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,11 +675,23 @@ def test_odd_but_valid_files_are_graded(hostile):
 
 def test_grade_command_reports_bad_options(tmp_path, capsys):
     assert grade.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--workers", "0"]) == 2
-    assert grade.main_grade([str(tmp_path / "nothing_here"), "--out", str(tmp_path / "o"), "--unsafe-no-sandbox"]) == 2
+    assert (
+        grade.main_grade(
+            [str(tmp_path / "nothing_here"), "--out", str(tmp_path / "o"), "--unsafe-no-sandbox"]
+        )
+        == 2
+    )
     assert "nothing_here does not exist" in capsys.readouterr().err
-    assert grade.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--unsafe-no-sandbox"]) == 2  # empty
+    assert (
+        grade.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--unsafe-no-sandbox"]) == 2
+    )  # empty
     assert "No submissions found" in capsys.readouterr().err
-    assert grade.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--lesson", "99", "--unsafe-no-sandbox"]) == 2
+    assert (
+        grade.main_grade(
+            [str(tmp_path), "--out", str(tmp_path / "o"), "--lesson", "99", "--unsafe-no-sandbox"]
+        )
+        == 2
+    )
     assert "There is no lesson '99'" in capsys.readouterr().err
 
 
@@ -575,7 +722,11 @@ def test_lesson_option_overrides_the_metadata(tmp_path):
     [result] = grade.grade([str(tmp_path)], tmp_path / "out", lesson="00")
     assert result.lesson == "00_start_here" and result.total == 1
     [result] = grade.grade([str(tmp_path)], tmp_path / "out2", lesson="01")
-    assert result.status == "rejected" and "(--lesson 01_checkpointing_first_principles), but its cells are lesson 00_start_here's" in result.reason
+    assert (
+        result.status == "rejected"
+        and "(--lesson 01_checkpointing_first_principles), but its cells are lesson 00_start_here's"
+        in result.reason
+    )
 
 
 @needs_sandbox
@@ -583,8 +734,22 @@ def test_a_terminated_grader_stops_every_sandbox_and_cleans_up(tmp_path):
     for n in range(3):
         write(tmp_path / "class", f"loop{n}.ipynb", answer_00("while True:\n    pass\n"))
     out = tmp_path / "out"
-    grader = subprocess.Popen([sys.executable, "-m", "effitrain_lessons", "grade", str(tmp_path / "class"), "--out", str(out),
-                               "--timeout", "300", "--quiet"], stderr=subprocess.PIPE, text=True)
+    grader = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "effitrain_lessons",
+            "grade",
+            str(tmp_path / "class"),
+            "--out",
+            str(out),
+            "--timeout",
+            "300",
+            "--quiet",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not any("effitrain_lessons.course.worker" in " ".join(_cmdline(c)) for c in _children(grader.pid)):
         assert time.monotonic() < deadline and grader.poll() is None, "no sandbox started"
@@ -592,7 +757,10 @@ def test_a_terminated_grader_stops_every_sandbox_and_cleans_up(tmp_path):
     time.sleep(1)
     grader.send_signal(signal.SIGTERM)
     _, stderr = grader.communicate(timeout=30)
-    assert grader.returncode == 130 and "every sandbox was stopped" in stderr, (grader.returncode, stderr[-3000:])
+    assert grader.returncode == 130 and "every sandbox was stopped" in stderr, (
+        grader.returncode,
+        stderr[-3000:],
+    )
     time.sleep(1)
     assert no_sandbox_left()
     assert not list(Path("/sys/fs/cgroup").rglob(f"effitrain-{grader.pid}-*"))
@@ -620,12 +788,14 @@ def _cmdline(process) -> list[str]:
 
 
 def test_test_files_are_read_as_data_with_otters_points():
-    from otter.test_files import create_test_file
     from otter.nbmeta_config import NBMetadataConfig
+    from otter.test_files import create_test_file
 
     for name in LESSONS:
         lesson = load_lesson(name)
-        for question, path in ((q, ROOT / "autograder" / name / "tests" / f"{q}.py") for q in lesson.questions):
+        for question, path in (
+            (q, ROOT / "autograder" / name / "tests" / f"{q}.py") for q in lesson.questions
+        ):
             ours = lesson.questions[question]
             theirs = create_test_file(str(path), NBMetadataConfig())
             assert ours.points == theirs.possible
@@ -635,7 +805,9 @@ def test_test_files_are_read_as_data_with_otters_points():
 
 
 def test_scores_follow_the_instructors_points_and_never_exceed_them():
-    question = lessons.Question("q", 2.0, [lessons.Case("q", i, "", i > 1, p) for i, p in enumerate([0.5, 0.5, 1.0])])
+    question = lessons.Question(
+        "q", 2.0, [lessons.Case("q", i, "", i > 1, p) for i, p in enumerate([0.5, 0.5, 1.0])]
+    )
     assert question.score({0: True, 1: True, 2: True}) == 2.0
     assert question.score({0: True}) == 0.5
     assert question.score({0: True, 7: True, 99: True}) == 0.5  # cases that do not exist count for nothing
@@ -658,20 +830,23 @@ def test_lessons_are_identified_by_their_cells():
     assert submissions.identify({"cells": []}, every)[0] is None
 
 
-@pytest.mark.parametrize("source, flag", [
-    ("import os\nos.system('ls')", "imports os"),
-    ("import ctypes", "imports ctypes"),
-    ("from effitrain_lessons.course import worker", "imports the grader"),
-    ("torch.testing.assert_close = lambda *a: None", "assigns torch.testing.assert_close"),
-    ("setattr(torch, 'equal', print)", "calls setattr()"),
-    ("__import__('os')", "uses __import__"),
-    ("eval('1')", "calls eval()"),
-    ("f.__globals__['x'] = 1", "reaches into __globals__"),
-    ("class A:\n    def __eq__(self, o): return True", "defines __eq__ on a class"),
-    ("type = lambda x: int", "redefines the built-in type"),
-    ("!cat /etc/passwd", "runs shell commands (!)"),
-    ("x = open('/proc/self/environ').read()", "names the path /proc"),
-])
+@pytest.mark.parametrize(
+    "source, flag",
+    [
+        ("import os\nos.system('ls')", "imports os"),
+        ("import ctypes", "imports ctypes"),
+        ("from effitrain_lessons.course import worker", "imports the grader"),
+        ("torch.testing.assert_close = lambda *a: None", "assigns torch.testing.assert_close"),
+        ("setattr(torch, 'equal', print)", "calls setattr()"),
+        ("__import__('os')", "uses __import__"),
+        ("eval('1')", "calls eval()"),
+        ("f.__globals__['x'] = 1", "reaches into __globals__"),
+        ("class A:\n    def __eq__(self, o): return True", "defines __eq__ on a class"),
+        ("type = lambda x: int", "redefines the built-in type"),
+        ("!cat /etc/passwd", "runs shell commands (!)"),
+        ("x = open('/proc/self/environ').read()", "names the path /proc"),
+    ],
+)
 def test_the_review_names_what_an_answer_reaches_for(source, flag):
     assert any(flag in found for found in review.review_answer(source)), review.review_answer(source)
 
@@ -691,11 +866,17 @@ def test_finding_submissions_names_each_by_its_path(tmp_path):
     write(tmp_path, "notes.txt", "")
     found = submissions.find_submissions([str(tmp_path), str(tmp_path / "a" / "x.ipynb")])
     assert [s.name for s in found] == ["a/x.ipynb", "b/x.ipynb", "x.ipynb"]
-    assert report.feedback_names(["a/x.ipynb", "a_x.ipynb", "A/X.ipynb"]) == ["a_x.txt", "a_x-2.txt", "A_X-3.txt"]
+    assert report.feedback_names(["a/x.ipynb", "a_x.ipynb", "A/X.ipynb"]) == [
+        "a_x.txt",
+        "a_x-2.txt",
+        "A_X-3.txt",
+    ]
 
 
 def test_reports_are_valid_utf8_whatever_they_hold(tmp_path):
-    result = grade.SubmissionResult("caf\udce9.ipynb", None, "malformed", "bad \ud800 byte\x1b[31m", flags=["q: \udcff"])
+    result = grade.SubmissionResult(
+        "caf\udce9.ipynb", None, "malformed", "bad \ud800 byte\x1b[31m", flags=["q: \udcff"]
+    )
     report.write_results([result], tmp_path)
     for path in tmp_path.rglob("*"):
         if path.is_file():

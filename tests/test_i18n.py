@@ -21,7 +21,10 @@ def test_english_is_the_default_and_says_every_message_as_written(monkeypatch):
     assert i18n.language() == "en"
     assert i18n._("hidden tests: {passed} of {total} passed") == "hidden tests: {passed} of {total} passed"
     assert i18n.phrase("{n:,} parameters", n=12345) == "12,345 parameters"
-    assert i18n.nphrase("{n} step", "{n} steps", 1) == "1 step" and i18n.nphrase("{n} step", "{n} steps", 3) == "3 steps"
+    assert (
+        i18n.nphrase("{n} step", "{n} steps", 1) == "1 step"
+        and i18n.nphrase("{n} step", "{n} steps", 3) == "3 steps"
+    )
 
 
 def test_turkish_comes_from_the_catalog_with_the_values_filled_in(turkish, capsys):
@@ -52,7 +55,9 @@ def test_a_language_the_lessons_do_not_speak_gets_one_sentence():
 
 def test_processes_a_lesson_starts_speak_its_language(turkish):
     code = "from effitrain_lessons.i18n import _; print(_('hidden tests: {passed} of {total} passed'))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True
+    ).stdout
     assert out.strip() == i18n._("hidden tests: {passed} of {total} passed")
 
 
@@ -63,6 +68,12 @@ def test_a_sentence_is_said_again_in_another_language():
     turkish = sentence.in_language("tr")
     assert turkish != sentence and "60" in turkish
     assert i18n.in_language("plain text", "tr") == "plain text"
-    braces = i18n.Sentence("{what} of {{x}}", what="a set")  # its text has braces: copies must not format it again
+    braces = i18n.Sentence(
+        "{what} of {{x}}", what="a set"
+    )  # its text has braces: copies must not format it again
     copied = copy.deepcopy(braces)
-    assert copied == "a set of {x}" and copied.in_language("en") == "a set of {x}" and type(copied) is i18n.Sentence
+    assert (
+        copied == "a set of {x}"
+        and copied.in_language("en") == "a set of {x}"
+        and type(copied) is i18n.Sentence
+    )

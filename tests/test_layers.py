@@ -50,11 +50,18 @@ def test_no_runtime_module_imports_the_course_tooling():
 
 def test_importing_the_whole_runtime_loads_none_of_the_tooling():
     names = [f"effitrain_lessons.{p.stem}" for p in runtime_modules() if p.stem != "__init__"]
-    code = ("import importlib, sys\n"
-            f"for name in {names!r}:\n    importlib.import_module(name)\n"
-            "print(sorted(m for m in sys.modules if m.startswith('effitrain_lessons.course')))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}:\n    importlib.import_module(name)\n"
+        "print(sorted(m for m in sys.modules if m.startswith('effitrain_lessons.course')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"
 
@@ -70,22 +77,53 @@ def test_no_edition_imports_the_course_tooling():
 # A lesson's code in one place: every module belongs to one lesson, or is shared by the lessons
 
 SHARED = "shared"  # any lesson may import it; it imports only shared modules
-OLD_PLACE = "old place"  # kept for learners' notebooks (effitrain_lessons.moved); nothing in the package imports it
+OLD_PLACE = (
+    "old place"  # kept for learners' notebooks (effitrain_lessons.moved); nothing in the package imports it
+)
 COMMAND_LINE = "command line"  # the dispatcher: it may reach into any module
 
 LAYERS = {
-    "__init__": SHARED, "arguments": SHARED, "tables": SHARED, "i18n": SHARED, "moved": SHARED, "device": SHARED,
-    "memory": SHARED, "tracing": SHARED, "data": SHARED, "models": SHARED, "metrics": SHARED, "hub": SHARED,
-    "checks": SHARED, "quiz": SHARED, "quizzes": SHARED, "colab": SHARED, "finetuning": SHARED, "plotting": SHARED,
-    "processes": SHARED, "distributed_runs": SHARED, "lesson_code": SHARED,
-    "checkpointing": 1, "checkpointing_figures": 1,
-    "trainer": 2, "trainer_figures": 2,
-    "train_loop": 3, "train_loop_figures": 3, "lesson_code.lesson_03": 3,
-    "local_sgd": 4, "launched": 4, "local_sgd_figures": 4, "lesson_code.lesson_04": 4,
-    "diloco": 5, "diloco_figures": 5, "lesson_code.lesson_05": 5,
-    "plan": 6, "recompute": 6, "plan_figures": 6,
+    "__init__": SHARED,
+    "arguments": SHARED,
+    "tables": SHARED,
+    "i18n": SHARED,
+    "moved": SHARED,
+    "device": SHARED,
+    "memory": SHARED,
+    "tracing": SHARED,
+    "data": SHARED,
+    "models": SHARED,
+    "metrics": SHARED,
+    "hub": SHARED,
+    "checks": SHARED,
+    "quiz": SHARED,
+    "quizzes": SHARED,
+    "colab": SHARED,
+    "finetuning": SHARED,
+    "plotting": SHARED,
+    "processes": SHARED,
+    "distributed_runs": SHARED,
+    "lesson_code": SHARED,
+    "checkpointing": 1,
+    "checkpointing_figures": 1,
+    "trainer": 2,
+    "trainer_figures": 2,
+    "train_loop": 3,
+    "train_loop_figures": 3,
+    "lesson_code.lesson_03": 3,
+    "local_sgd": 4,
+    "launched": 4,
+    "local_sgd_figures": 4,
+    "lesson_code.lesson_04": 4,
+    "diloco": 5,
+    "diloco_figures": 5,
+    "lesson_code.lesson_05": 5,
+    "plan": 6,
+    "recompute": 6,
+    "plan_figures": 6,
     "viz": OLD_PLACE,
-    "cli": COMMAND_LINE, "__main__": COMMAND_LINE,
+    "cli": COMMAND_LINE,
+    "__main__": COMMAND_LINE,
 }
 ROOT_PACKAGE = "effitrain_lessons"
 
@@ -139,8 +177,10 @@ def imported(name: str) -> list[tuple[str, list[str]]]:
             for alias in node.names:
                 submodule = f"{base}.{alias.name}"
                 found.append((submodule, []) if submodule in MODULES else (base, [alias.name]))
-    if any(isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MOVED" for t in node.targets)
-           for node in ast.parse(path.read_text(encoding="utf-8")).body):
+    if any(
+        isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MOVED" for t in node.targets)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+    ):
         places = importlib.import_module(name).MOVED
         found += [(place, [moved]) for moved, place in places.items() if place in MODULES]
     return found
@@ -148,7 +188,9 @@ def imported(name: str) -> list[tuple[str, list[str]]]:
 
 def test_every_runtime_module_belongs_to_a_lesson_or_is_shared():
     runtime = {short(name) for name in MODULES if is_runtime(name)}
-    assert sorted(runtime - set(LAYERS)) == [], "classify the new module in LAYERS: its lesson's number, or SHARED"
+    assert sorted(runtime - set(LAYERS)) == [], (
+        "classify the new module in LAYERS: its lesson's number, or SHARED"
+    )
     assert sorted(set(LAYERS) - runtime) == [], "LAYERS names modules that are not in the package"
 
 
@@ -168,12 +210,14 @@ def test_a_lesson_module_imports_only_shared_modules_and_its_own_lessons():
 
 
 def test_no_import_cycle_among_the_package_modules():
-    graph = {name: sorted({target for target, _names in imported(name) if target != name}) for name in MODULES}
+    graph = {
+        name: sorted({target for target, _names in imported(name) if target != name}) for name in MODULES
+    }
     cycles, done, path = [], set(), []
 
     def visit(name: str) -> None:
         if name in path:
-            cycles.append(" -> ".join([*path[path.index(name):], name]))
+            cycles.append(" -> ".join([*path[path.index(name) :], name]))
             return
         if name in done:
             return
@@ -194,31 +238,59 @@ def test_no_private_name_is_imported_from_another_package_module():
 
     taken = []
     for name in MODULES:
-        taken += [f"{short(name)} imports {short(target)}.{each}" for target, names in imported(name)
-                  if target != name for each in names if private(each)]
+        taken += [
+            f"{short(name)} imports {short(target)}.{each}"
+            for target, names in imported(name)
+            if target != name
+            for each in names
+            if private(each)
+        ]
         modules = {}  # local names bound to package modules: `from effitrain_lessons import data`, `import x as y`
         tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and f"{node.module}" in MODULES and not node.level:
-                modules.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
-                                if f"{node.module}.{a.name}" in MODULES})
+                modules.update(
+                    {
+                        a.asname or a.name: f"{node.module}.{a.name}"
+                        for a in node.names
+                        if f"{node.module}.{a.name}" in MODULES
+                    }
+                )
             elif isinstance(node, ast.Import):
                 modules.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
-        taken += [f"{short(name)} uses {short(modules[node.value.id])}.{node.attr}" for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                  and node.value.id in modules and private(node.attr) and modules[node.value.id] != name]
+        taken += [
+            f"{short(name)} uses {short(modules[node.value.id])}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and private(node.attr)
+            and modules[node.value.id] != name
+        ]
     assert taken == []
 
 
 def test_the_measuring_modules_that_workers_import_load_no_matplotlib():
     """Figures live in *_figures modules, so a worker process (or a launcher's) never loads matplotlib."""
-    measuring = [f"{ROOT_PACKAGE}.{name}" for name, layer in LAYERS.items()
-                 if layer not in (OLD_PLACE, COMMAND_LINE) and name != "__init__" and not name.endswith("figures")
-                 and name not in ("plotting", "quiz", "checks")]  # the widgets and the checker run in the kernel
-    code = ("import importlib, sys\n"
-            f"for name in {measuring!r}:\n    importlib.import_module(name)\n"
-            "print('matplotlib' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    measuring = [
+        f"{ROOT_PACKAGE}.{name}"
+        for name, layer in LAYERS.items()
+        if layer not in (OLD_PLACE, COMMAND_LINE)
+        and name != "__init__"
+        and not name.endswith("figures")
+        and name not in ("plotting", "quiz", "checks")
+    ]  # the widgets and the checker run in the kernel
+    code = (
+        "import importlib, sys\n"
+        f"for name in {measuring!r}:\n    importlib.import_module(name)\n"
+        "print('matplotlib' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "False"

@@ -34,42 +34,60 @@ def test_the_answer_for_the_t4(text):
     assert not eager.fits(GPU) and sdpa.fits(GPU)
     assert f"the step needs about {eager.total / GiB:.0f} GiB. It does not fit." in text
     assert f"the same step needs about {sdpa.total / GiB:.1f} GiB, and fits." in text
-    assert f"- Extrapolated to BERT-base at batch 32 and sequence 512: about {eager.total / GiB:.0f} GiB" in text
+    assert (
+        f"- Extrapolated to BERT-base at batch 32 and sequence 512: about {eager.total / GiB:.0f} GiB" in text
+    )
     assert f"about {sdpa.total / GiB:.1f} GiB with SDPA" in text
 
 
 def test_what_each_lever_buys(text):
     base = plan.estimate(BERT, **QUESTION)
-    cheapest_optimizer = min(plan.estimate(BERT, **QUESTION, optimizer=o).total for o in ("adamw-8bit", "sgd"))
+    cheapest_optimizer = min(
+        plan.estimate(BERT, **QUESTION, optimizer=o).total for o in ("adamw-8bit", "sgd")
+    )
     assert f"The optimizer's levers save at most {(base.total - cheapest_optimizer) / GiB:.1f} GiB" in text
     assert f"small next to {base.bytes_of('activations') / GiB:.1f} GiB of activations" in text
     checkpointed = plan.largest_micro_batch(BERT, GPU, **QUESTION, checkpointing=True)
     assert f"Micro-batches of more than {checkpointed - checkpointed % 10} fit." in text
     sdpa = plan.estimate(BERT, **{**QUESTION, "attention": "sdpa"})
-    assert f"that alone takes {(base.bytes_of('activations') - sdpa.bytes_of('activations')) / GiB:.0f} GiB" in text
+    assert (
+        f"that alone takes {(base.bytes_of('activations') - sdpa.bytes_of('activations')) / GiB:.0f} GiB"
+        in text
+    )
     k = plan.smallest_accumulation(BERT, GPU, **QUESTION)
     assert f"{k} micro-batches of {32 // k} fit" in text
-    assert f"the largest micro-batch that fits stays {plan.largest_micro_batch(BERT, GPU, **QUESTION)}." in text
+    assert (
+        f"the largest micro-batch that fits stays {plan.largest_micro_batch(BERT, GPU, **QUESTION)}." in text
+    )
 
 
 def test_the_cpu_measurement_against_the_paper(text):
     # section 2: one layer of the 2-layer BERT-base-shaped model at s = 128, b = 2 (vocabulary 2,048)
     s, b = 128, 2
     shape = plan.model_shape(BERT)
-    layer = sum(t.size({"s": s, "b": b, "h": shape.hidden, "f": shape.intermediate, "a": shape.heads})
-                for t in plan.layer_terms(shape, plan.Settings(batch=b, seq=s, attention="eager", device="cpu")))
+    layer = sum(
+        t.size({"s": s, "b": b, "h": shape.hidden, "f": shape.intermediate, "a": shape.heads})
+        for t in plan.layer_terms(shape, plan.Settings(batch=b, seq=s, attention="eager", device="cpu"))
+    )
     above = layer / (2 * plan.korthikanti_layer_bytes(s, b, shape.hidden, shape.heads)) - 1
     assert f"the measurement is {above:.0%} above the paper's formula".replace("%", " %") in text
     assert f"twice Korthikanti et al.'s 16-bit formula to {above:.0%}".replace("%", " %") in text
-    assert "4 KiB of layer-norm statistics" in text and 2 * 2 * s * b * 4 == 4 * 1024  # two norms, mean and 1/std
+    assert (
+        "4 KiB of layer-norm statistics" in text and 2 * 2 * s * b * 4 == 4 * 1024
+    )  # two norms, mean and 1/std
     # "The activations are 5 KiB apart": what the whole model saves against the estimate's count
     model = plan.build(BERT, attention="eager", num_hidden_layers=1, vocab_size=2048)
     inputs = {"input_ids": torch.randint(2048, (b, s)), "labels": torch.zeros(b, dtype=torch.long)}
     with record_saved_tensors(model) as log:
         model(**inputs)
     _, config = plan._read_config(BERT)
-    counted = plan.estimate({**config, "num_hidden_layers": 1, "vocab_size": 2048}, batch=b, seq=s,
-                            attention="eager", device="cpu").bytes_of("activations")
+    counted = plan.estimate(
+        {**config, "num_hidden_layers": 1, "vocab_size": 2048},
+        batch=b,
+        seq=s,
+        attention="eager",
+        device="cpu",
+    ).bytes_of("activations")
     assert f"The activations are {round((log.total_bytes - counted) / 1024)} KiB apart" in text
 
 
@@ -87,7 +105,12 @@ def test_keeping_the_matrix_products(text):
 
     plain = measure_recompute(layer, x, "plain")
     selective = measure_recompute(
-        lambda x: checkpoint(layer, x, use_reentrant=False, context_fn=partial(create_selective_checkpoint_contexts, keep)),
-        x, "selective", parameters=layer)
+        lambda x: checkpoint(
+            layer, x, use_reentrant=False, context_fn=partial(create_selective_checkpoint_contexts, keep)
+        ),
+        x,
+        "selective",
+        parameters=layer,
+    )
     assert "Keeping the products keeps about half of the layer's activations for no extra FLOP" in text
     assert 0.4 < selective.saved_bytes / plain.saved_bytes < 0.6 and selective.flops == plain.flops

@@ -11,7 +11,11 @@ from effitrain_lessons.course import build as editions
 from effitrain_lessons.quizzes import QUIZZES
 
 LESSONS = editions.lesson_names()
-DIAGRAMS = {"01": "draw_checkpointing_memory(", "04": "draw_data_parallel_and_local_sgd(", "05": "draw_diloco("}
+DIAGRAMS = {
+    "01": "draw_checkpointing_memory(",
+    "04": "draw_data_parallel_and_local_sgd(",
+    "05": "draw_diloco(",
+}
 
 
 def cells(name: str) -> list[tuple[str, str]]:
@@ -20,7 +24,13 @@ def cells(name: str) -> list[tuple[str, str]]:
 
 
 def headings(name: str) -> list[str]:
-    return [line for kind, text in cells(name) if kind == "markdown" for line in text.splitlines() if line.startswith("#")]
+    return [
+        line
+        for kind, text in cells(name)
+        if kind == "markdown"
+        for line in text.splitlines()
+        if line.startswith("#")
+    ]
 
 
 def test_each_lesson_has_its_quiz_and_each_quiz_its_lesson():
@@ -34,7 +44,9 @@ def test_each_lesson_has_its_quiz_and_each_quiz_its_lesson():
 @pytest.mark.parametrize("name", LESSONS)
 def test_practice_has_a_quiz_exercises_and_an_exploration(name):
     found = headings(name)
-    practice = next(i for i, line in enumerate(found) if re.match(r"## (\d+\. )?(Let's practice|Practice)", line))
+    practice = next(
+        i for i, line in enumerate(found) if re.match(r"## (\d+\. )?(Let's practice|Practice)", line)
+    )
     after = found[practice:]
     assert any(line == "### Quiz" for line in after), f"{name}: no quiz under the practice heading"
     assert any(line.startswith("### Exercise") for line in after), f"{name}: no graded exercise"
@@ -44,7 +56,9 @@ def test_practice_has_a_quiz_exercises_and_an_exploration(name):
 
 @pytest.mark.parametrize("name", LESSONS)
 def test_further_reading_has_links(name):
-    section = [text for kind, text in cells(name) if kind == "markdown" and text.startswith("## Further reading")]
+    section = [
+        text for kind, text in cells(name) if kind == "markdown" and text.startswith("## Further reading")
+    ]
     assert section, f"{name}: no further reading"
     assert len(re.findall(r"\]\(https://[^)]+\)", section[0])) >= 2, f"{name}: further reading without links"
 
@@ -52,7 +66,9 @@ def test_further_reading_has_links(name):
 @pytest.mark.parametrize("lesson, call", sorted(DIAGRAMS.items()))
 def test_lessons_01_04_and_05_draw_their_technique(lesson, call):
     name = next(name for name in LESSONS if name.startswith(lesson))
-    assert any(kind == "code" and call in text for kind, text in cells(name)), f"{name} does not call {call}...)"
+    assert any(kind == "code" and call in text for kind, text in cells(name)), (
+        f"{name} does not call {call}...)"
+    )
 
 
 @pytest.mark.parametrize("name", LESSONS)

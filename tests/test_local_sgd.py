@@ -3,7 +3,6 @@
 Every launch forks 2 processes that talk over gloo on this machine's CPU.
 """
 
-import json
 import socket
 import subprocess
 import sys
@@ -13,9 +12,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from effitrain_lessons import local_sgd, local_sgd_figures, processes
+from effitrain_lessons.distributed_runs import EXIT, RunConfig, launch, measured_run, summary
 from effitrain_lessons.lesson_code.lesson_04 import train
 from effitrain_lessons.local_sgd import agreement, run_custom_loop
-from effitrain_lessons.distributed_runs import EXIT, RunConfig, launch, measured_run, summary
 from effitrain_lessons.models import tiny_bert
 
 STEPS = 24
@@ -47,7 +46,10 @@ def test_every_process_is_really_distributed(runs):
         assert [report.rank for report in reports] == [0, 1]
         for report in reports:
             assert report.distributed_type == "MULTI_CPU" and report.num_processes == 2
-            assert report.describe() == f"process {report.rank} of 2: distributed_type=MULTI_CPU, num_processes=2"
+            assert (
+                report.describe()
+                == f"process {report.rank} of 2: distributed_type=MULTI_CPU, num_processes=2"
+            )
 
 
 def test_data_parallel_synchronizes_gradients_every_step(runs):
@@ -98,8 +100,11 @@ def test_summary_reports_time_per_step_so_runs_of_different_lengths_compare(runs
 def test_final_loss_of_k8_is_within_the_stated_tolerance_of_data_parallel():
     """The notebook's tolerance, at its setting: 0.05 in validation loss, after 112 steps of 2 processes
     training a 1-layer tiny BERT."""
-    ddp, k8 = launch([RunConfig(mode="ddp", steps=112, layers=1), RunConfig(mode="local_sgd", k=8, steps=112, layers=1)], train,
-                     num_processes=2)
+    ddp, k8 = launch(
+        [RunConfig(mode="ddp", steps=112, layers=1), RunConfig(mode="local_sgd", k=8, steps=112, layers=1)],
+        train,
+        num_processes=2,
+    )
     assert abs(k8[0].eval_loss - ddp[0].eval_loss) <= 0.05
     # Both learned: well below the majority baseline's loss of about 0.64.
     assert ddp[0].eval_loss < 0.55 and k8[0].eval_loss < 0.55
@@ -164,7 +169,10 @@ def test_without_fork_one_sentence_instead_of_a_hang(monkeypatch):
         (lambda: launch([RunConfig(k=0)], train), "k must be a whole number of at least 1"),
         (lambda: launch([], train), "at least one RunConfig"),
         (lambda: launch([RunConfig()]), "needs the training loop too"),
-        (lambda: launch([RunConfig()], train, num_processes=1), "num_processes must be a whole number from 2 to 8"),
+        (
+            lambda: launch([RunConfig()], train, num_processes=1),
+            "num_processes must be a whole number from 2 to 8",
+        ),
         (lambda: run_custom_loop("not a function"), "needs a function"),
     ],
 )
@@ -175,7 +183,8 @@ def test_bad_arguments_are_clear_errors(call, message):
 
 def test_the_command_line_is_built_from_run_configs_fields():
     assert local_sgd.command_line(RunConfig, ["--mode", "ddp", "--batch-size", "4", "--no-cpu"]) == RunConfig(
-        mode="ddp", batch_size=4, cpu=False)
+        mode="ddp", batch_size=4, cpu=False
+    )
 
 
 # --- the module under a launcher ---------------------------------------------------------------
@@ -185,8 +194,23 @@ def test_module_runs_under_torchrun_on_two_processes(tmp_path):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-               "-m", "effitrain_lessons.local_sgd", "--k", "4", "--steps", "8", "--layers", "1"]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(port),
+        "-m",
+        "effitrain_lessons.local_sgd",
+        "--k",
+        "4",
+        "--steps",
+        "8",
+        "--layers",
+        "1",
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert finished.returncode == 0, finished.stderr[-3000:]
     for rank in (0, 1):
@@ -206,10 +230,14 @@ def test_local_sgd_in_one_process_averages_nothing():
 def test_lesson_4_figures(runs):
     configs, results = runs
     rows = [summary(reports) for reports in results]
-    assert isinstance(local_sgd_figures.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure)
+    assert isinstance(
+        local_sgd_figures.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure
+    )
     sweep = local_sgd_figures.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0])
     assert isinstance(sweep, Figure)
-    loss_ax = next(ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss")  # what the tolerance is about
+    loss_ax = next(
+        ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss"
+    )  # what the tolerance is about
     assert list(loss_ax.lines[0].get_ydata()) == [rows[1]["eval_loss"], rows[2]["eval_loss"]]
     with pytest.raises(ValueError):
         local_sgd_figures.plot_sync_timeline({}, steps=4)
@@ -238,8 +266,13 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
     from effitrain_lessons.course import build as editions
 
     grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("04_local_sgd")["learner"]))
-    off_by_one = repr(grader.check("q_predict_syncs", {"predicted_local_syncs": 20 // 6, "predicted_ddp_syncs": 20}))
-    assert "You predicted predicted_local_syncs = 3; the measurement is 4. Counted in process 0: averages after steps [-1, 6, 12, 18]" in off_by_one
+    off_by_one = repr(
+        grader.check("q_predict_syncs", {"predicted_local_syncs": 20 // 6, "predicted_ddp_syncs": 20})
+    )
+    assert (
+        "You predicted predicted_local_syncs = 3; the measurement is 4. Counted in process 0: averages after steps [-1, 6, 12, 18]"
+        in off_by_one
+    )
 
     def broken(accelerator, model, optimizer, dataloader):
         from accelerate.local_sgd import LocalSGD
@@ -256,18 +289,30 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
     assert "counted: the processes averaged [1, 1] times, process 0 after steps [-1] (-1: on exit)" in message
 
 
-
 def test_which_launch_starts_one_process_and_which_two():
     """Lesson 04's claim, as its cell counts it: `accelerate launch --cpu --num_processes 2` starts one
     process, with no WORLD_SIZE; `--multi_gpu --num_processes 2` starts two, ranks 0 and 1 of 2."""
     from effitrain_lessons.launched import MARK
 
-    launch = [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--mixed_precision", "no",
-              "--dynamo_backend", "no"]
+    launch = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+    ]
     started = {}
     for flag in ("--cpu", "--multi_gpu"):
-        finished = subprocess.run([*launch, flag, "--num_processes", "2", "-m", "effitrain_lessons.launched"],
-                                  capture_output=True, text=True, timeout=240)
+        finished = subprocess.run(
+            [*launch, flag, "--num_processes", "2", "-m", "effitrain_lessons.launched"],
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert finished.returncode == 0, finished.stderr[-2000:]
         started[flag] = sorted(line for line in finished.stdout.splitlines() if MARK in line)
     assert len(started["--cpu"]) == 1 and "WORLD_SIZE=(not set)" in started["--cpu"][0]

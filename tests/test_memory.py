@@ -3,7 +3,13 @@
 import pytest
 import torch
 
-from effitrain_lessons.memory import StepReport, format_bytes, format_flops, measure_step, record_saved_tensors
+from effitrain_lessons.memory import (
+    StepReport,
+    format_bytes,
+    format_flops,
+    measure_step,
+    record_saved_tensors,
+)
 from effitrain_lessons.models import tiny_bert
 
 FLOAT32 = 4

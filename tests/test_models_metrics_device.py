@@ -49,7 +49,9 @@ def test_metrics_agree_with_scikit_learn(seed):
 
     generator = np.random.default_rng(seed)
     size = int(generator.integers(1, 40))
-    logits = generator.normal(size=(size, 2)) + np.array([0.0, generator.normal()])  # some seeds predict one class
+    logits = generator.normal(size=(size, 2)) + np.array(
+        [0.0, generator.normal()]
+    )  # some seeds predict one class
     labels = generator.integers(0, 2, size) * int(seed != 4)  # seed 4: no positive label
     predictions = logits.argmax(-1)
     result = metrics.compute_metrics((logits, labels))
@@ -58,7 +60,10 @@ def test_metrics_agree_with_scikit_learn(seed):
 
 
 def test_metrics_f1_is_zero_without_any_positive():
-    assert metrics.compute_metrics((np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([0, 0]))) == {"accuracy": 1.0, "f1": 0.0}
+    assert metrics.compute_metrics((np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([0, 0]))) == {
+        "accuracy": 1.0,
+        "f1": 0.0,
+    }
 
 
 def test_metrics_accept_trainer_eval_predictions():

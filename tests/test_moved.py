@@ -10,8 +10,11 @@ from effitrain_lessons import i18n
 from effitrain_lessons.moved import SCRIPT
 
 OLD_PLACES = ("viz", "checkpointing", "local_sgd", "device", "quiz", "data")
-MOVED = [(old, name, place) for old in OLD_PLACES
-         for name, place in importlib.import_module(f"effitrain_lessons.{old}").MOVED.items()]
+MOVED = [
+    (old, name, place)
+    for old in OLD_PLACES
+    for name, place in importlib.import_module(f"effitrain_lessons.{old}").MOVED.items()
+]
 
 
 def imported(statement: str) -> tuple[dict, list[warnings.WarningMessage]]:
@@ -25,7 +28,9 @@ def imported(statement: str) -> tuple[dict, list[warnings.WarningMessage]]:
 
 def test_every_old_place_forwards_what_it_held():
     assert {old for old, _name, _place in MOVED} == set(OLD_PLACES)
-    assert len([1 for old, _name, _place in MOVED if old == "viz"]) == 23  # every figure, widget and colour table
+    assert (
+        len([1 for old, _name, _place in MOVED if old == "viz"]) == 23
+    )  # every figure, widget and colour table
 
 
 @pytest.mark.parametrize("old, name, place", [m for m in MOVED if not m[2].endswith(SCRIPT)])
@@ -33,8 +38,9 @@ def test_an_old_import_gives_the_object_and_one_warning_that_says_where_it_went(
     namespace, caught = imported(f"from effitrain_lessons.{old} import {name}")
     assert namespace[name] is getattr(importlib.import_module(place), name)
     assert [w.category for w in caught] == [FutureWarning]
-    assert str(caught[0].message) == (f"{name} moved to {place}: import it from there; the old place goes in the "
-                                      "next minor version.")
+    assert str(caught[0].message) == (
+        f"{name} moved to {place}: import it from there; the old place goes in the next minor version."
+    )
     assert caught[0].filename == "<cell>"  # it points at the learner's line, not at the package
 
 
@@ -44,15 +50,21 @@ def test_the_sentence_is_in_the_lessons_language(monkeypatch):
     assert namespace["plot_sync_timeline"].__module__ == "effitrain_lessons.local_sgd_figures"
     assert [str(w.message) for w in caught] == [
         "plot_sync_timeline artık effitrain_lessons.local_sgd_figures modülünde: oradan içe aktarın; eski yer bir "
-        "sonraki ara sürümde kaldırılacak."]
+        "sonraki ara sürümde kaldırılacak."
+    ]
 
 
 def test_a_name_that_left_the_package_says_where_it_went(monkeypatch):
-    with pytest.raises(ImportError, match=r"train_tokenizer moved out of the package, to tools/make_course_data\.py"):
+    with pytest.raises(
+        ImportError, match=r"train_tokenizer moved out of the package, to tools/make_course_data\.py"
+    ):
         imported("from effitrain_lessons.data import train_tokenizer")
     monkeypatch.setenv(i18n.ENVIRONMENT, "tr")
-    with pytest.raises(ImportError, match=r"train_tokenizer paketten çıktı; şimdi kursun deposundaki "
-                                          r"tools/make_course_data\.py betiğinde"):
+    with pytest.raises(
+        ImportError,
+        match=r"train_tokenizer paketten çıktı; şimdi kursun deposundaki "
+        r"tools/make_course_data\.py betiğinde",
+    ):
         imported("from effitrain_lessons.data import train_tokenizer")
 
 

@@ -53,9 +53,7 @@ def network_cut_command() -> list[str]:
 
 
 def test_data_tokenizer_model_and_a_training_step_work_with_no_network():
-    done = subprocess.run(
-        [*network_cut_command(), "-c", SCRIPT], capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run([*network_cut_command(), "-c", SCRIPT], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "step ok" in done.stdout
     refusals = [line for line in done.stdout.splitlines() if line.startswith("hub refused")]

@@ -13,14 +13,33 @@ import torch
 from effitrain_lessons import checkpointing, i18n, tracing
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.course.translate import runtime_messages
-from effitrain_lessons.memory import measure_step
 from effitrain_lessons.distributed_runs import ProcessReport, RunConfig
+from effitrain_lessons.memory import measure_step
 from effitrain_lessons.train_loop import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = tuple(f"effitrain_lessons/{name}.py" for name in (
-    "memory", "tracing", "checkpointing", "distributed_runs", "processes", "local_sgd", "train_loop", "trainer", "finetuning",
-    "device", "data", "models", "metrics", "hub", "arguments", "plan", "recompute"))
+MODULES = tuple(
+    f"effitrain_lessons/{name}.py"
+    for name in (
+        "memory",
+        "tracing",
+        "checkpointing",
+        "distributed_runs",
+        "processes",
+        "local_sgd",
+        "train_loop",
+        "trainer",
+        "finetuning",
+        "device",
+        "data",
+        "models",
+        "metrics",
+        "hub",
+        "arguments",
+        "plan",
+        "recompute",
+    )
+)
 
 
 @pytest.fixture
@@ -51,10 +70,16 @@ def shown():
         whole_numbers(steps=0)
     except ValueError as error:
         refusal = str(error)
-    return [str(trace.table()), str(checkpointing.compare_traces({"plain": trace})), sweep.describe(2),
-            str(report.table()), RunConfig(mode="ddp", accumulation=2).label,
-            ProcessReport(rank=0, num_processes=2, distributed_type="MULTI_CPU", config={}).describe(),
-            str(TrainingRun().table()), refusal]
+    return [
+        str(trace.table()),
+        str(checkpointing.compare_traces({"plain": trace})),
+        sweep.describe(2),
+        str(report.table()),
+        RunConfig(mode="ddp", accumulation=2).label,
+        ProcessReport(rank=0, num_processes=2, distributed_type="MULTI_CPU", config={}).describe(),
+        str(TrainingRun().table()),
+        refusal,
+    ]
 
 
 def test_the_texts_come_from_the_catalog(marked):
@@ -92,7 +117,11 @@ def test_the_planners_lines_and_verdicts_come_from_the_catalog(marked):
     from effitrain_lessons import plan
 
     table = str(plan.estimate("gpt2", batch=2, seq=64, checkpointing=True))
-    assert "TR[parameters]" in table and "TR[one layer recomputed]" in table and "TR[not modelled (allowance)]" in table
+    assert (
+        "TR[parameters]" in table
+        and "TR[one layer recomputed]" in table
+        and "TR[not modelled (allowance)]" in table
+    )
     assert "TR[checkpointing {checkpointing}]" not in table and "TR[on]" in table
     assert plan.verdict("gpt2", "A100-80GB", batch=2, seq=64).sentence().startswith("TR[A100-80GB: fits")
     refused = plan.verdict("gpt2", "8GiB", batch=8, seq=1024).sentence()

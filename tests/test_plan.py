@@ -29,17 +29,47 @@ VOCAB = 300
 
 # Small models of each bundled family: the bundled config with these fields overridden.
 SMALL = {
-    "bert": ("bert-base-uncased", {"hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 256,
-                                   "vocab_size": VOCAB, "max_position_embeddings": 128}),
-    "gpt2": ("gpt2", {"n_embd": 64, "n_head": 4, "vocab_size": VOCAB, "n_positions": 128,
-                      "bos_token_id": 0, "eos_token_id": 0}),
-    "llama": ("llama-3.2-1b-shaped", {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
-                                      "head_dim": 16, "intermediate_size": 256, "vocab_size": VOCAB,
-                                      "bos_token_id": 1, "eos_token_id": 2}),
+    "bert": (
+        "bert-base-uncased",
+        {
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "intermediate_size": 256,
+            "vocab_size": VOCAB,
+            "max_position_embeddings": 128,
+        },
+    ),
+    "gpt2": (
+        "gpt2",
+        {
+            "n_embd": 64,
+            "n_head": 4,
+            "vocab_size": VOCAB,
+            "n_positions": 128,
+            "bos_token_id": 0,
+            "eos_token_id": 0,
+        },
+    ),
+    "llama": (
+        "llama-3.2-1b-shaped",
+        {
+            "hidden_size": 64,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 2,
+            "head_dim": 16,
+            "intermediate_size": 256,
+            "vocab_size": VOCAB,
+            "bos_token_id": 1,
+            "eos_token_id": 2,
+        },
+    ),
 }
 LAYERS = {"bert": "num_hidden_layers", "gpt2": "n_layer", "llama": "num_hidden_layers"}
-DROPOUTS = {"bert": ("hidden_dropout_prob", "attention_probs_dropout_prob"),
-            "gpt2": ("resid_pdrop", "embd_pdrop", "attn_pdrop"), "llama": ("attention_dropout",)}
+DROPOUTS = {
+    "bert": ("hidden_dropout_prob", "attention_probs_dropout_prob"),
+    "gpt2": ("resid_pdrop", "embd_pdrop", "attn_pdrop"),
+    "llama": ("attention_dropout",),
+}
 OPTIMIZERS = {
     "adamw": lambda params: torch.optim.AdamW(params, lr=1e-3),
     "sgd": lambda params: torch.optim.SGD(params, lr=1e-3),
@@ -51,14 +81,22 @@ def small_config(family: str, layers: int = 2, dropout: bool = True) -> dict:
     """The config dict both the built model and the estimate are made from."""
     name, overrides = SMALL[family]
     _, config = plan._read_config(name)
-    return {**config, **overrides, LAYERS[family]: layers, **dict.fromkeys(DROPOUTS[family], 0.1 if dropout else 0.0)}
+    return {
+        **config,
+        **overrides,
+        LAYERS[family]: layers,
+        **dict.fromkeys(DROPOUTS[family], 0.1 if dropout else 0.0),
+    }
 
 
 def batch_for(family: str, batch: int, seq: int) -> dict:
     ids = torch.randint(0, VOCAB, (batch, seq), generator=torch.Generator().manual_seed(0))
     if family == "bert":
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                "labels": torch.zeros(batch, dtype=torch.long)}
+        return {
+            "input_ids": ids,
+            "attention_mask": torch.ones_like(ids),
+            "labels": torch.zeros(batch, dtype=torch.long),
+        }
     return {"input_ids": ids, "labels": ids}
 
 
@@ -68,8 +106,10 @@ def stored_bytes(tensors) -> int:
 
 
 def state_lines(estimate: plan.Estimate) -> dict[str, int]:
-    return {name: estimate.bytes_of(name)
-            for name in ("parameters", "fp32 master weights", "gradients", "optimizer state")}
+    return {
+        name: estimate.bytes_of(name)
+        for name in ("parameters", "fp32 master weights", "gradients", "optimizer state")
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,12 +123,18 @@ def test_fp32_state_is_what_one_real_step_leaves(family, optimizer):
     model = plan.build(config)
     measured = training_memory(model, batch_for(family, 2, 16), make_optimizer=OPTIMIZERS[optimizer])
     estimate = plan.estimate(config, batch=2, seq=16, optimizer=optimizer, device="cpu")
-    assert state_lines(estimate) == {"parameters": measured.parameters, "fp32 master weights": 0,
-                                     "gradients": measured.gradients, "optimizer state": measured.optimizer_state}
+    assert state_lines(estimate) == {
+        "parameters": measured.parameters,
+        "fp32 master weights": 0,
+        "gradients": measured.gradients,
+        "optimizer state": measured.optimizer_state,
+    }
     # The same by hand: AdamW keeps two moments a parameter and a 4-byte step count a parameter tensor.
     parameters = list(model.parameters())  # a tied weight (GPT-2's, Llama's) is yielded once
     p, t = sum(w.numel() for w in parameters), len(parameters)
-    assert measured.optimizer_state == {"adamw": 2 * 4 * p + 4 * t, "sgd": 0, "sgd-momentum": 4 * p}[optimizer]
+    assert (
+        measured.optimizer_state == {"adamw": 2 * 4 * p + 4 * t, "sgd": 0, "sgd-momentum": 4 * p}[optimizer]
+    )
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -97,8 +143,12 @@ def test_pure_bf16_state_is_what_one_real_step_leaves(family):
     model = plan.build(config).to(torch.bfloat16)
     measured = training_memory(model, batch_for(family, 2, 16))  # AdamW: bf16 moments, fp32 step counts
     estimate = plan.estimate(config, batch=2, seq=16, precision="bf16", master_weights=False, device="cpu")
-    assert state_lines(estimate) == {"parameters": measured.parameters, "fp32 master weights": 0,
-                                     "gradients": measured.gradients, "optimizer state": measured.optimizer_state}
+    assert state_lines(estimate) == {
+        "parameters": measured.parameters,
+        "fp32 master weights": 0,
+        "gradients": measured.gradients,
+        "optimizer state": measured.optimizer_state,
+    }
 
 
 def mixed_precision_step(model: torch.nn.Module, batch: dict) -> dict[str, int]:
@@ -118,9 +168,15 @@ def mixed_precision_step(model: torch.nn.Module, batch: dict) -> dict[str, int]:
             copy.grad = None  # a passing fp32 copy of the bf16 gradient, not kept between steps
     assert {w.dtype for w in weights} == {w.grad.dtype for w in weights} == {torch.bfloat16}
     assert {w.dtype for w in master} == {torch.float32}
-    state = [value for values in optimizer.state.values() for value in values.values() if torch.is_tensor(value)]
-    return {"parameters": stored_bytes(weights), "fp32 master weights": stored_bytes(master),
-            "gradients": stored_bytes(w.grad for w in weights), "optimizer state": stored_bytes(state)}
+    state = [
+        value for values in optimizer.state.values() for value in values.values() if torch.is_tensor(value)
+    ]
+    return {
+        "parameters": stored_bytes(weights),
+        "fp32 master weights": stored_bytes(master),
+        "gradients": stored_bytes(w.grad for w in weights),
+        "optimizer state": stored_bytes(state),
+    }
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -138,21 +194,25 @@ def test_mixed_precision_state_is_what_one_real_step_leaves(family):
 
 
 GRID_LAYERS, GRID_BATCHES, GRID_SEQS = (1, 3), (1, 4), (16, 96)
-POINTS = list(itertools.product(GRID_LAYERS, GRID_BATCHES, GRID_SEQS, (False, True), ("eager", "sdpa"), (False, True)))
+POINTS = list(
+    itertools.product(GRID_LAYERS, GRID_BATCHES, GRID_SEQS, (False, True), ("eager", "sdpa"), (False, True))
+)
 TOLERANCE = 0.10
 
 
 def point_id(layers, batch, seq, checkpointing, attention, dropout) -> str:
-    return (f"L{layers}-b{batch}-s{seq}-{'checkpointed' if checkpointing else 'plain'}-{attention}-"
-            f"{'dropout' if dropout else 'no-dropout'}")
+    return (
+        f"L{layers}-b{batch}-s{seq}-{'checkpointed' if checkpointing else 'plain'}-{attention}-"
+        f"{'dropout' if dropout else 'no-dropout'}"
+    )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def small_model(family, layers, attention, dropout) -> torch.nn.Module:
     return plan.build(small_config(family, layers, dropout), attention=attention)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def saved_bytes(family, layers, batch, seq, checkpointing, attention, dropout) -> int:
     """What the forward pass (with its loss) leaves for backward, measured as lesson 1 measures it."""
     model = small_model(family, layers, attention, dropout)
@@ -166,11 +226,13 @@ def saved_bytes(family, layers, batch, seq, checkpointing, attention, dropout) -
 
 
 def estimated_bytes(family, layers, batch, seq, checkpointing, attention, dropout) -> int:
-    settings = plan.Settings(batch=batch, seq=seq, attention=attention, checkpointing=checkpointing, device="cpu")
+    settings = plan.Settings(
+        batch=batch, seq=seq, attention=attention, checkpointing=checkpointing, device="cpu"
+    )
     return plan.activation_bytes(plan.model_shape(small_config(family, layers, dropout)), settings)["kept"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ratios(family) -> dict[tuple, tuple[int, int]]:
     """(measured, estimated) for every point of the grid."""
     return {point: (saved_bytes(family, *point), estimated_bytes(family, *point)) for point in POINTS}
@@ -180,7 +242,9 @@ def ratio_table(family, marked) -> str:
     rows = [f"{'point':42} {'measured':>10} {'estimated':>10}  ratio"]
     for point, (measured, estimated) in ratios(family).items():
         flag = "  <-- beyond 10 %" if point in marked else ""
-        rows.append(f"{point_id(*point):42} {measured:>10,} {estimated:>10,}  {estimated / measured:.3f}{flag}")
+        rows.append(
+            f"{point_id(*point):42} {measured:>10,} {estimated:>10,}  {estimated / measured:.3f}{flag}"
+        )
     return "\n".join(rows)
 
 
@@ -191,25 +255,36 @@ def test_saved_activations_are_estimated_within_10_percent(family, point):
     beyond = [p for p, (m, e) in ratios(family).items() if abs(e / m - 1) > TOLERANCE]
     assert abs(estimated / measured - 1) <= TOLERANCE, (
         f"{family} {point_id(*point)}: estimated {estimated:,} B, measured {measured:,} B "
-        f"(ratio {estimated / measured:.3f})\n{ratio_table(family, beyond)}")
+        f"(ratio {estimated / measured:.3f})\n{ratio_table(family, beyond)}"
+    )
 
 
 RECOMPUTED = list(itertools.product(GRID_BATCHES, GRID_SEQS, ("eager", "sdpa"), (False, True)))
 
 
-@pytest.mark.parametrize("batch,seq,attention,dropout", RECOMPUTED,
-                         ids=[point_id(3, *p[:2], True, *p[2:]) for p in RECOMPUTED])
+@pytest.mark.parametrize(
+    "batch,seq,attention,dropout", RECOMPUTED, ids=[point_id(3, *p[:2], True, *p[2:]) for p in RECOMPUTED]
+)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_one_layer_recomputed_is_one_layer_of_the_plain_run(family, batch, seq, attention, dropout):
     # What one layer saves without checkpointing: the difference between 3 layers and 1, halved.
-    per_layer = (saved_bytes(family, 3, batch, seq, False, attention, dropout)
-                 - saved_bytes(family, 1, batch, seq, False, attention, dropout)) / 2
-    estimate = plan.estimate(small_config(family, 3, dropout), batch=batch, seq=seq, attention=attention,
-                             checkpointing=True, device="cpu")
+    per_layer = (
+        saved_bytes(family, 3, batch, seq, False, attention, dropout)
+        - saved_bytes(family, 1, batch, seq, False, attention, dropout)
+    ) / 2
+    estimate = plan.estimate(
+        small_config(family, 3, dropout),
+        batch=batch,
+        seq=seq,
+        attention=attention,
+        checkpointing=True,
+        device="cpu",
+    )
     recomputed = estimate.bytes_of("one layer recomputed")
     assert abs(recomputed / per_layer - 1) <= TOLERANCE, (
         f"one layer recomputed: estimated {recomputed:,} B, one plain layer measured {per_layer:,.0f} B "
-        f"(ratio {recomputed / per_layer:.3f})")
+        f"(ratio {recomputed / per_layer:.3f})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,8 +332,11 @@ def test_bundled_parameter_counts_are_exact_and_offline(name, monkeypatch):
 
 
 def test_largest_micro_batch_fits_and_one_more_does_not():
-    for model, gpu, options in (("gpt2", "T4", {"seq": 1024}), ("bert-base-uncased", "L4", {"seq": 512}),
-                                ("gpt2", "A100-80GB", {"seq": 1024, "attention": "eager", "precision": "bf16"})):
+    for model, gpu, options in (
+        ("gpt2", "T4", {"seq": 1024}),
+        ("bert-base-uncased", "L4", {"seq": 512}),
+        ("gpt2", "A100-80GB", {"seq": 1024, "attention": "eager", "precision": "bf16"}),
+    ):
         b = plan.largest_micro_batch(model, gpu, **options)
         assert b >= 1
         assert plan.estimate(model, batch=b, **options).fits(gpu)
@@ -273,7 +351,9 @@ def test_largest_micro_batch_is_0_when_not_even_one_fits():
 def test_smallest_accumulation_is_the_least_divisor_that_fits():
     options = {"batch": 48, "seq": 1024}
     k = plan.smallest_accumulation("gpt2", "T4", **options)
-    fitting = [d for d in range(1, 49) if 48 % d == 0 and plan.estimate("gpt2", accumulation=d, **options).fits("T4")]
+    fitting = [
+        d for d in range(1, 49) if 48 % d == 0 and plan.estimate("gpt2", accumulation=d, **options).fits("T4")
+    ]
     assert k == fitting[0] > 1
     assert plan.smallest_accumulation("gpt2", "T4", batch=1, seq=128) == 1
     assert plan.smallest_accumulation("llama-3.2-1b-shaped", "T4", batch=8) is None
@@ -285,8 +365,11 @@ def test_verdict_lists_remedies_that_fit():
     assert not verdict.fits and verdict.remedies
     for text, remedy in verdict.remedies:
         assert remedy.total <= plan.GPUS["T4"], text
-        changed = {f for f in plan.Settings.__dataclass_fields__
-                   if getattr(remedy.settings, f) != getattr(settings, f)}
+        changed = {
+            f
+            for f in plan.Settings.__dataclass_fields__
+            if getattr(remedy.settings, f) != getattr(settings, f)
+        }
         assert len(changed) == 1, (text, changed)  # one change at a time
         assert remedy == plan.estimate("gpt2", remedy.settings)
     assert "does not fit" in verdict.sentence() and "accumulation" in verdict.sentence()
@@ -305,18 +388,22 @@ def test_a_verdict_without_remedies_claims_only_what_it_tried():
     assert not any(single.fits("5GiB") for single in singles)
     together = plan.Settings(batch=64, seq=1024, precision="bf16", optimizer="adamw-8bit", checkpointing=True)
     assert plan.smallest_accumulation("gpt2", "5GiB", together) is not None
-    assert verdict.sentence() == ("5GiB: does not fit (176.15 GiB of 5.00 GiB), and no single change the planner "
-                                  "knows makes it fit.")
+    assert verdict.sentence() == (
+        "5GiB: does not fit (176.15 GiB of 5.00 GiB), and no single change the planner knows makes it fit."
+    )
 
 
-@pytest.mark.parametrize("options,says", [
-    ({"batch": 8, "accumulation": 3}, "choose an accumulation that divides the batch"),
-    ({"batch": 0}, "batch must be a whole number of at least 1, got 0"),
-    ({"batch": -4}, "batch must be a whole number of at least 1, got -4"),
-    ({"seq": 0}, "seq must be a whole number of at least 1"),
-    ({"precision": "fp8"}, "precision must be one of fp32, bf16, fp16, got 'fp8'"),
-    ({"attention": "flash"}, "attention must be one of eager, sdpa"),
-])
+@pytest.mark.parametrize(
+    "options,says",
+    [
+        ({"batch": 8, "accumulation": 3}, "choose an accumulation that divides the batch"),
+        ({"batch": 0}, "batch must be a whole number of at least 1, got 0"),
+        ({"batch": -4}, "batch must be a whole number of at least 1, got -4"),
+        ({"seq": 0}, "seq must be a whole number of at least 1"),
+        ({"precision": "fp8"}, "precision must be one of fp32, bf16, fp16, got 'fp8'"),
+        ({"attention": "flash"}, "attention must be one of eager, sdpa"),
+    ],
+)
 def test_a_wrong_setting_is_one_sentence_that_says_what_to_do(options, says):
     with pytest.raises(ValueError) as refused:
         plan.estimate("gpt2", **options)
@@ -325,9 +412,13 @@ def test_a_wrong_setting_is_one_sentence_that_says_what_to_do(options, says):
 
 
 def test_an_unknown_model_or_gpu_is_named_with_the_known_ones():
-    with pytest.raises(ValueError, match=r"no model 'gpt-17' here: use one of bert-base-uncased, .*gpt2.*config\.json"):
+    with pytest.raises(
+        ValueError, match=r"no model 'gpt-17' here: use one of bert-base-uncased, .*gpt2.*config\.json"
+    ):
         plan.estimate("gpt-17")
-    with pytest.raises(ValueError, match=r"'Z100' is neither a GPU \(T4, .*H100-80GB\) nor a size such as 16GiB"):
+    with pytest.raises(
+        ValueError, match=r"'Z100' is neither a GPU \(T4, .*H100-80GB\) nor a size such as 16GiB"
+    ):
         plan.verdict("gpt2", "Z100")
 
 
@@ -335,11 +426,22 @@ def test_an_unknown_model_or_gpu_is_named_with_the_known_ones():
 # Memory sizes
 
 
-@pytest.mark.parametrize("memory,expected", [
-    ("T4", 15360 * 2**20), ("t4", 15360 * 2**20), ("colab-T4", 15360 * 2**20), ("A100-80GB", 81920 * 2**20),
-    ("16GiB", 16 * 2**30), ("16GB", 16 * 10**9), ("15360MiB", 15360 * 2**20), ("1.5 GiB", 3 * 2**29),
-    ("2048", 2048), (2048, 2048), (1.5e9, 1_500_000_000),
-])
+@pytest.mark.parametrize(
+    "memory,expected",
+    [
+        ("T4", 15360 * 2**20),
+        ("t4", 15360 * 2**20),
+        ("colab-T4", 15360 * 2**20),
+        ("A100-80GB", 81920 * 2**20),
+        ("16GiB", 16 * 2**30),
+        ("16GB", 16 * 10**9),
+        ("15360MiB", 15360 * 2**20),
+        ("1.5 GiB", 3 * 2**29),
+        ("2048", 2048),
+        (2048, 2048),
+        (1.5e9, 1_500_000_000),
+    ],
+)
 def test_memory_of_reads_presets_sizes_and_numbers(memory, expected):
     assert plan.memory_of(memory) == expected
 
@@ -358,6 +460,7 @@ TERM = re.compile(r"(\d+)·([a-zA-Z²]+)·(\d+) B")
 
 def evaluate(formula: str, dims: dict[str, int]) -> int:
     """A line's formula worked out: `8·sbh·4 B` is 8*s*b*h*4, `as²b` is a*s*s*b, `×` a product."""
+
     def product(match):
         count, letters, nbytes = match.groups()
         letters = re.sub(r"(\w)²", r"\1\1", letters)
@@ -381,16 +484,30 @@ def test_the_activations_formula_worked_by_hand():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-@pytest.mark.parametrize("options", [
-    {"device": "cpu"}, {"attention": "eager"}, {"checkpointing": True, "attention": "eager"},
-    {"precision": "bf16", "optimizer": "sgd-momentum", "checkpointing": True},
-    {"precision": "fp16", "master_weights": False, "optimizer": "adamw-8bit"}, {"optimizer": "sgd"},
-], ids=["cpu", "eager", "checkpointed-eager", "bf16-momentum-checkpointed", "pure-fp16-8bit", "sgd"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"device": "cpu"},
+        {"attention": "eager"},
+        {"checkpointing": True, "attention": "eager"},
+        {"precision": "bf16", "optimizer": "sgd-momentum", "checkpointing": True},
+        {"precision": "fp16", "master_weights": False, "optimizer": "adamw-8bit"},
+        {"optimizer": "sgd"},
+    ],
+    ids=["cpu", "eager", "checkpointed-eager", "bf16-momentum-checkpointed", "pure-fp16-8bit", "sgd"],
+)
 def test_every_modelled_line_is_its_formula(family, options):
     estimate = plan.estimate(small_config(family, layers=3), batch=4, seq=32, **options)
     shape = estimate.model
-    dims = {"s": 32, "b": 4, "h": shape.hidden, "f": shape.intermediate, "a": shape.heads, "V": shape.vocab,
-            "k": shape.kv_hidden}
+    dims = {
+        "s": 32,
+        "b": 4,
+        "h": shape.hidden,
+        "f": shape.intermediate,
+        "a": shape.heads,
+        "V": shape.vocab,
+        "k": shape.kv_hidden,
+    }
     for line in estimate.lines:
         if line.modelled:
             assert evaluate(line.formula, dims) == line.nbytes, line
@@ -431,7 +548,8 @@ def test_gpu_check_without_cuda_says_so_and_writes_nothing(gpu_check, monkeypatc
     assert gpu_check.main(["--out", str(tmp_path / "out")]) == 0
     assert gpu_check.main([]) == 0
     assert capsys.readouterr().out == (
-        "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`).\n" * 2)
+        "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`).\n" * 2
+    )
     assert not (tmp_path / "out").exists()
     assert [path.stat().st_mtime_ns if path.exists() else None for path in defaults] == before
 
@@ -439,7 +557,9 @@ def test_gpu_check_without_cuda_says_so_and_writes_nothing(gpu_check, monkeypatc
 def test_gpu_check_grid_is_small_and_estimates_every_case(gpu_check):
     cases = gpu_check.cases()
     assert len(cases) == len(set(cases)) == 64
-    assert {(c.model, c.attention) for c in cases} == {(m, a) for m in gpu_check.SHAPES for a in ("sdpa", "eager")}
+    assert {(c.model, c.attention) for c in cases} == {
+        (m, a) for m in gpu_check.SHAPES for a in ("sdpa", "eager")
+    }
     # one model built per (model, attention): the cases of one come together
     keys = [(c.model, c.attention) for c in cases]
     assert keys == sorted(keys, key=keys.index)
@@ -454,7 +574,9 @@ def test_gpu_check_steps_train(gpu_check):
     losses = gpu_check.train_steps(model, batch, "bf16", steps=2)
     assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)
     assert all(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
-    assert all(w.dtype == torch.float32 and w.grad is None for w in model.parameters())  # autocast: fp32 weights
+    assert all(
+        w.dtype == torch.float32 and w.grad is None for w in model.parameters()
+    )  # autocast: fp32 weights
 
 
 def test_gpu_check_report_format(gpu_check, tmp_path):
@@ -462,19 +584,35 @@ def test_gpu_check_report_format(gpu_check, tmp_path):
     fitting = {**gpu_check.row(case, 0, "ok", 1.25)}
     modelled = fitting["estimate_modelled_bytes"]
     fitting.update(measured_peak_bytes=int(1.1 * modelled), ratio=1.1)
-    over = {**fitting, "checkpointing": False, "measured_peak_bytes": 2 * fitting["estimate_total_bytes"],
-            "ratio": 2 * fitting["estimate_total_bytes"] / modelled}
-    oom = gpu_check.row(gpu_check.Case("bert-base-uncased", 32, 512, "fp32", "sdpa", False), None, "out of memory", 3.0)
-    report = {"gpu": "NVIDIA H100 80GB HBM3", "gpu_memory_bytes": 80 * 2**30, "torch": "2.13.0", "cuda": "12.8",
-              "transformers": "5.24.0", "steps": 3, "seconds": 95.0, "rows": [fitting, over, oom]}
+    over = {
+        **fitting,
+        "checkpointing": False,
+        "measured_peak_bytes": 2 * fitting["estimate_total_bytes"],
+        "ratio": 2 * fitting["estimate_total_bytes"] / modelled,
+    }
+    oom = gpu_check.row(
+        gpu_check.Case("bert-base-uncased", 32, 512, "fp32", "sdpa", False), None, "out of memory", 3.0
+    )
+    report = {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "gpu_memory_bytes": 80 * 2**30,
+        "torch": "2.13.0",
+        "cuda": "12.8",
+        "transformers": "5.24.0",
+        "steps": 3,
+        "seconds": 95.0,
+        "rows": [fitting, over, oom],
+    }
     markdown, saved = gpu_check.write_report(report, tmp_path / "out")
     assert (markdown.name, saved.name) == ("GPU_CHECK.md", "gpu_check.json")
     assert json.loads(saved.read_text()) == report
     text = markdown.read_text()
     assert "GPU: NVIDIA H100 80GB HBM3 (80.00 GiB); torch 2.13.0 (CUDA 12.8); transformers 5.24.0" in text
     table = [line for line in text.splitlines() if line.startswith("|")]
-    assert table[0] == ("| model | batch | seq | precision | attention | checkpointing | estimate (modelled) | "
-                        "measured peak | measured / modelled | estimate (total) | within total | seconds |")
+    assert table[0] == (
+        "| model | batch | seq | precision | attention | checkpointing | estimate (modelled) | "
+        "measured peak | measured / modelled | estimate (total) | within total | seconds |"
+    )
     assert len(table) == 2 + 3 and all(line.count("|") == 13 for line in table)
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
     assert cells[0][:6] == ["gpt2", "8", "1024", "bf16", "eager", "on"] and cells[0][8] == "1.10"

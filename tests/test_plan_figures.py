@@ -17,7 +17,9 @@ def _bars(figure):
 
 
 def test_each_bar_is_its_estimates_lines_end_to_end_against_the_gpus_line():
-    estimates = [plan.estimate("bert-base-uncased", batch=32, seq=512, attention=a) for a in ("eager", "sdpa")]
+    estimates = [
+        plan.estimate("bert-base-uncased", batch=32, seq=512, attention=a) for a in ("eager", "sdpa")
+    ]
     figure = plan_figures.plot_memory_estimates(estimates, ["eager", "sdpa"], gpu="T4")
     bars = _bars(figure)
     assert len(bars) == sum(len(e.lines) for e in estimates)
@@ -28,7 +30,9 @@ def test_each_bar_is_its_estimates_lines_end_to_end_against_the_gpus_line():
             bar = bars[at]
             assert bar.get_width() == pytest.approx(line.nbytes / GiB) and bar.get_x() == pytest.approx(left)
             assert bar.get_y() + bar.get_height() / 2 == pytest.approx(row)
-            assert (bar.get_hatch() == "//") == (not line.modelled)  # the allowance is hatched: stated, not modelled
+            assert (bar.get_hatch() == "//") == (
+                not line.modelled
+            )  # the allowance is hatched: stated, not modelled
             left += line.nbytes / GiB
             at += 1
         assert left == pytest.approx(estimate.total / GiB)
@@ -52,7 +56,10 @@ def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
     model, gpu, batch, seq = first_row.children
     precision, attention, checkpointing = second_row.children
     assert [kind for kind, _ in shown] == ["display", "display"] and shown[1][1] is box
-    assert status.value == plan.verdict("bert-base-uncased", "T4", batch=32, seq=512, attention="eager").sentence()
+    assert (
+        status.value
+        == plan.verdict("bert-base-uncased", "T4", batch=32, seq=512, attention="eager").sentence()
+    )
     assert status.value.startswith("T4: does not fit")
     gpu.value = "A100-80GB"
     assert shown[-1][0] == "update" and status.value.startswith("A100-80GB: fits")

@@ -28,17 +28,22 @@ def test_checking_an_answer_says_right_with_the_reason_or_not_quite_without_it()
     choice.value = 1
     button.click()
     assert "b) Right. Two and two make four." in result.value
-    assert "Pick an answer" in (parts(widget, 1)[2].click() or parts(widget, 1)[3].value)  # each question its own
+    assert "Pick an answer" in (
+        parts(widget, 1)[2].click() or parts(widget, 1)[3].value
+    )  # each question its own
 
 
 def test_the_quiz_prints_as_text_where_widgets_cannot_run():
     assert repr(quiz(ADD)) == "1. What is `2 + 2`?\n   a) 3\n   b) `4`\n   c) 5"
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(choices=["only"], answer=0), "at least two choices"),
-    (dict(choices=["a", "b"], answer=2), "index of a choice, 0 to 1"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(choices=["only"], answer=0), "at least two choices"),
+        (dict(choices=["a", "b"], answer=2), "index of a choice, 0 to 1"),
+    ],
+)
 def test_a_malformed_question_is_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
         Question("?", why="", **kwargs)
@@ -49,7 +54,9 @@ def test_a_malformed_question_is_refused(kwargs, message):
 def test_a_prediction_is_compared_with_the_measurement():
     check_prediction("tensor_bytes", 65_536, 65_536)
     check_prediction("ratio", 1.30, 1.333, rel=0.05)
-    with pytest.raises(AssertionError, match=r"You predicted tensor_bytes = 16,384; the measurement is 65,536\. 4 bytes"):
+    with pytest.raises(
+        AssertionError, match=r"You predicted tensor_bytes = 16,384; the measurement is 65,536\. 4 bytes"
+    ):
         check_prediction("tensor_bytes", 16_384, 65_536, why="4 bytes per float32.")
     with pytest.raises(AssertionError, match="still `...`"):
         check_prediction("tensor_bytes", ..., 65_536)
@@ -57,17 +64,27 @@ def test_a_prediction_is_compared_with_the_measurement():
         check_prediction("tensor_bytes", 65536.0, 65_536)
     with pytest.raises(AssertionError, match="should be a number"):
         check_prediction("tensor_bytes", "65536", 65_536)
-    with pytest.raises(AssertionError, match=r"You predicted recomputed = \{'mm': 1\}; the measurement is \{'mm': 0\}"):
+    with pytest.raises(
+        AssertionError, match=r"You predicted recomputed = \{'mm': 1\}; the measurement is \{'mm': 0\}"
+    ):
         check_prediction("recomputed", {"mm": 1}, {"mm": 0})
 
 
 def test_a_prediction_that_only_claims_to_be_a_number_fails():
     class Claims:
         __class__ = property(lambda self: int)
-        def __eq__(self, other): return True
-        def __sub__(self, other): return self
-        def __abs__(self): return 0
-        def __repr__(self): return "Claims()"
+
+        def __eq__(self, other):
+            return True
+
+        def __sub__(self, other):
+            return self
+
+        def __abs__(self):
+            return 0
+
+        def __repr__(self):
+            return "Claims()"
 
     with pytest.raises(AssertionError, match="should be a number"):
         check_prediction("tensor_bytes", Claims(), 65_536)

@@ -31,8 +31,9 @@ def full(layer):
 
 def selective(layer):
     policy = keep_ops_policy(MATRIX_PRODUCTS)
-    return lambda x: checkpoint(layer, x, use_reentrant=False,
-                                context_fn=partial(create_selective_checkpoint_contexts, policy))
+    return lambda x: checkpoint(
+        layer, x, use_reentrant=False, context_fn=partial(create_selective_checkpoint_contexts, policy)
+    )
 
 
 class Probe:
@@ -57,8 +58,12 @@ def measured():
     probe = Probe(x)
     eager = {
         "none": recompute.measure_recompute(layer, x, "no checkpointing", loss_fn=probe),
-        "full": recompute.measure_recompute(full(layer), x, "full checkpointing", parameters=layer, loss_fn=probe),
-        "selective": recompute.measure_recompute(selective(layer), x, "selective", parameters=layer, loss_fn=probe),
+        "full": recompute.measure_recompute(
+            full(layer), x, "full checkpointing", parameters=layer, loss_fn=probe
+        ),
+        "selective": recompute.measure_recompute(
+            selective(layer), x, "selective", parameters=layer, loss_fn=probe
+        ),
     }
     outputs = {}
     sweep = {}
@@ -70,8 +75,15 @@ def measured():
             outputs[budget] = probe.outputs[0]  # the measured step's (the rest are the timed steps')
         restored = torch._functorch.config.activation_memory_budget
     reference = layer(x)
-    return {"layer": layer, "x": x, "eager": eager, "sweep": sweep, "outputs": outputs, "reference": reference,
-            "restored": restored}
+    return {
+        "layer": layer,
+        "x": x,
+        "eager": eager,
+        "sweep": sweep,
+        "outputs": outputs,
+        "reference": reference,
+        "restored": restored,
+    }
 
 
 # --- eager: none, full, selective -------------------------------------------------------------
@@ -93,7 +105,9 @@ def test_selective_flops_lie_between_none_and_full(measured):
 def test_selective_recomputes_no_matrix_product(measured):
     sel, full_ = measured["eager"]["selective"], measured["eager"]["full"]
     assert not {"mm", "addmm", "bmm", "baddbmm"} & set(sel.recomputed)
-    assert full_.recomputed["addmm"] == 6 and full_.recomputed["bmm"] == 2  # 6 linear layers, 2 attention products
+    assert (
+        full_.recomputed["addmm"] == 6 and full_.recomputed["bmm"] == 2
+    )  # 6 linear layers, 2 attention products
     assert sel.recomputed["_softmax"] == 1 and sel.recomputed["gelu"] == 1
 
 
@@ -102,8 +116,10 @@ def test_eager_checkpointing_replays_dropout():
     eager steps (each drawn from the same state) give the same gradients."""
     layer, x = small_layer(dropout=0.3)
     probe = Probe(x)
-    none, full_, sel = (recompute.measure_recompute(fn, x, name, parameters=layer, loss_fn=probe)
-                        for name, fn in (("none", layer), ("full", full(layer)), ("selective", selective(layer))))
+    none, full_, sel = (
+        recompute.measure_recompute(fn, x, name, parameters=layer, loss_fn=probe)
+        for name, fn in (("none", layer), ("full", full(layer)), ("selective", selective(layer)))
+    )
     for name, gradient in none.gradients.items():
         torch.testing.assert_close(full_.gradients[name], gradient)
         torch.testing.assert_close(sel.gradients[name], gradient)
@@ -172,7 +188,9 @@ def saved_with_torch_backend(layer, x, **config):
 def test_budget_one_is_what_torch_compile_keeps_by_default(measured):
     layer, x = measured["layer"], measured["x"]
     assert saved_with_torch_backend(layer, x) == measured["sweep"][1.0].saved_bytes
-    assert saved_with_torch_backend(layer, x, activation_memory_budget=0.5) == measured["sweep"][0.5].saved_bytes
+    assert (
+        saved_with_torch_backend(layer, x, activation_memory_budget=0.5) == measured["sweep"][0.5].saved_bytes
+    )
 
 
 def test_every_budget_gives_the_uncompiled_outputs_and_gradients(measured):
@@ -181,7 +199,9 @@ def test_every_budget_gives_the_uncompiled_outputs_and_gradients(measured):
     assert set(want) == {"x", *dict(layer.named_parameters())}
     for budget, point in measured["sweep"].items():
         assert not point.redraws_random  # no dropout here
-        torch.testing.assert_close(measured["outputs"][budget], reference.detach(), msg=f"output at budget {budget}")
+        torch.testing.assert_close(
+            measured["outputs"][budget], reference.detach(), msg=f"output at budget {budget}"
+        )
         assert set(point.gradients) == set(want)
         for name, gradient in want.items():
             torch.testing.assert_close(point.gradients[name], gradient, msg=f"{name} at budget {budget}")
@@ -219,13 +239,21 @@ def test_the_sweep_restores_the_config(measured):
 
 
 def point(label, saved, flops, budget=None):
-    return recompute.RecomputePoint(label=label, saved_bytes=saved, flops=flops, forward_flops=flops // 3,
-                                    seconds=1.0, budget=budget)
+    return recompute.RecomputePoint(
+        label=label, saved_bytes=saved, flops=flops, forward_flops=flops // 3, seconds=1.0, budget=budget
+    )
 
 
 def test_pareto_optimal_points():
-    curve = recompute.RecomputeCurve([point("none", 100, 10), point("full", 0, 14), point("worse", 60, 12),
-                                      point("selective", 50, 10), point("tie", 50, 10)])
+    curve = recompute.RecomputeCurve(
+        [
+            point("none", 100, 10),
+            point("full", 0, 14),
+            point("worse", 60, 12),
+            point("selective", 50, 10),
+            point("tie", 50, 10),
+        ]
+    )
     assert [p.label for p in curve.optimal()] == ["full", "selective", "tie"]
     assert not curve.is_optimal(curve.point("none")) and not curve.is_optimal(curve.point("worse"))
     rows = {row[0]: row for row in curve.table().rows}
@@ -258,4 +286,6 @@ def test_the_plot_labels_every_point(measured):
     assert "redraws-random" not in lines
     redrawn = replace(point("zero", 0, 14, budget=0.0), redraws_random=True)
     flags = recompute.RecomputeCurve([point("none", 100, 10), redrawn])
-    assert "redraws-random" in {line.get_gid() for line in plan_figures.plot_recompute_pareto(flags).axes[0].get_lines()}
+    assert "redraws-random" in {
+        line.get_gid() for line in plan_figures.plot_recompute_pareto(flags).axes[0].get_lines()
+    }

@@ -5,7 +5,6 @@ reports. `make test` installs bubblewrap and sets EFFITRAIN_REQUIRE_SANDBOX, so 
 sandbox fails these tests instead of skipping them.
 """
 
-import json
 import os
 import sys
 import textwrap
@@ -17,17 +16,26 @@ from effitrain_lessons.course import sandbox
 from effitrain_lessons.course.lessons import ROOT
 
 PROBLEM = sandbox.sandbox_problem()
-pytestmark = pytest.mark.skipif(PROBLEM is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
-                                reason=f"no sandbox here: {PROBLEM}")
+pytestmark = pytest.mark.skipif(
+    PROBLEM is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
+    reason=f"no sandbox here: {PROBLEM}",
+)
 
 
-def inside(program: str, limits: sandbox.Limits | None = None, **options) -> tuple[list[dict], sandbox.Outcome]:
+def inside(
+    program: str, limits: sandbox.Limits | None = None, **options
+) -> tuple[list[dict], sandbox.Outcome]:
     """Run `program` in a sandbox; it reports with `report(dict)`. Returns the reports and how it ended."""
-    prelude = ("import json, os\n"
-               "def report(message):\n"
-               "    os.write(int(os.environ['EFFITRAIN_REPORT_FD']), (json.dumps(message) + '\\n').encode())\n")
-    box = sandbox.Sandbox([sys.executable, "-I", "-c", prelude + textwrap.dedent(program)],
-                          limits or sandbox.Limits(timeout_s=60), **options)
+    prelude = (
+        "import json, os\n"
+        "def report(message):\n"
+        "    os.write(int(os.environ['EFFITRAIN_REPORT_FD']), (json.dumps(message) + '\\n').encode())\n"
+    )
+    box = sandbox.Sandbox(
+        [sys.executable, "-I", "-c", prelude + textwrap.dedent(program)],
+        limits or sandbox.Limits(timeout_s=60),
+        **options,
+    )
     box.start()
     messages = []
     while (message := box.receive()) is not None:
@@ -54,8 +62,9 @@ def test_it_sees_the_python_environment_and_nothing_else_of_the_machine(tmp_path
     assert seen["uid"] == sandbox.SANDBOX_UID and seen["user"] == "learner"
     assert seen["pid"] < 10  # a PID namespace of its own
     assert seen["cwd"] == "/tmp" and not seen["marker"]
-    assert "EFFITRAIN_CANARY" not in seen["env"] and set(seen["env"]) <= set(sandbox.sandbox_env(sandbox.Limits())) | {
-        "EFFITRAIN_REPORT_FD", "PWD"}
+    assert "EFFITRAIN_CANARY" not in seen["env"] and set(seen["env"]) <= set(
+        sandbox.sandbox_env(sandbox.Limits())
+    ) | {"EFFITRAIN_REPORT_FD", "PWD"}
     assert not seen["solutions"] and not seen["autograder"]
     assert set(seen["course"]) <= {"effitrain_lessons", ".venv"}  # only what the lessons need at run time
     assert "/tmp" not in seen["path"] and "" not in seen["path"] and str(tmp_path) not in seen["path"]
@@ -89,42 +98,60 @@ def test_it_cannot_write_outside_its_scratch_nor_reach_the_network():
 def test_memory_is_capped_on_what_is_used_not_on_address_space(cgroup):
     limits = sandbox.Limits(memory_mb=512, timeout_s=60, cgroup=cgroup)
     # 4 GiB of address space reserved and never touched is fine ...
-    [seen], outcome = inside("""
+    [seen], outcome = inside(
+        """
         import mmap
         reserved = mmap.mmap(-1, 4 * 2**30)
         report({"reserved": len(reserved)})
-    """, limits)
+    """,
+        limits,
+    )
     assert seen["reserved"] == 4 * 2**30 and not outcome.memory and outcome.returncode == 0
     # ... 1 GiB really used is not.
-    _, outcome = inside("""
+    _, outcome = inside(
+        """
         hog = bytearray(2**30)
         report({"survived": True})
         import time; time.sleep(5)
-    """, limits)
+    """,
+        limits,
+    )
     assert outcome.memory
-    assert outcome.memory_method == "PSS" if not cgroup else outcome.memory_method in ("cgroup v1", "cgroup v2", "PSS")
+    assert (
+        outcome.memory_method == "PSS"
+        if not cgroup
+        else outcome.memory_method in ("cgroup v1", "cgroup v2", "PSS")
+    )
 
 
 def test_output_past_the_cap_stops_it():
-    _, outcome = inside("""
+    _, outcome = inside(
+        """
         import sys
         while True:
             sys.stderr.write("x" * 65536)
-    """, sandbox.Limits(output_bytes=1_000_000, timeout_s=60))
+    """,
+        sandbox.Limits(output_bytes=1_000_000, timeout_s=60),
+    )
     assert outcome.output and len(outcome.stderr_head) <= sandbox.HEAD_BYTES
 
 
 def test_the_deadline_stops_it_and_every_process_it_started():
-    _, outcome = inside("""
+    _, outcome = inside(
+        """
         import subprocess
         subprocess.Popen(["sleep", "600"], start_new_session=True)
         while True:
             pass
-    """, sandbox.Limits(timeout_s=3))
+    """,
+        sandbox.Limits(timeout_s=3),
+    )
     assert outcome.timed_out
     import psutil
 
-    assert not [p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]]
+    assert not [
+        p for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [])[:2] == ["sleep", "600"]
+    ]
 
 
 def test_never_shows_the_working_folder_or_the_checkout(monkeypatch, tmp_path):
@@ -134,4 +161,5 @@ def test_never_shows_the_working_folder_or_the_checkout(monkeypatch, tmp_path):
     shown = sandbox.visible_paths()
     assert all(path not in shown for path in (Path("/tmp"), tmp_path, ROOT, Path("/"), Path.home()))
     assert Path(sandbox.__file__).resolve().parents[1] in shown or any(
-        Path(sandbox.__file__).resolve().is_relative_to(p) for p in shown)
+        Path(sandbox.__file__).resolve().is_relative_to(p) for p in shown
+    )

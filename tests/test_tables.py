@@ -9,7 +9,9 @@ from effitrain_lessons.tables import ShowsAsTable, Table
 
 
 def test_a_table_aligns_its_columns_and_keeps_its_notes():
-    table = Table(["run", "syncs"], [["data parallel", 112], ["K = 8", 15]], title="2 processes", notes=["a note"])
+    table = Table(
+        ["run", "syncs"], [["data parallel", 112], ["K = 8", 15]], title="2 processes", notes=["a note"]
+    )
     lines = str(table).splitlines()
     assert lines[0] == "2 processes"
     assert lines[1] == "run            syncs" and lines[2] == "-------------  -----"
@@ -38,13 +40,17 @@ def test_whole_numbers_accepts_counts():
 class Config:
     batch_size: int = 16
     learning_rate: float | None = None
-    mode: str = dataclasses.field(default="ddp", metadata={"choices": ("ddp", "local_sgd"), "help": "how to synchronize"})
+    mode: str = dataclasses.field(
+        default="ddp", metadata={"choices": ("ddp", "local_sgd"), "help": "how to synchronize"}
+    )
     checkpointing: bool = True
 
 
 def test_a_command_line_is_built_from_a_config_dataclass():
     assert command_line(Config, []) == Config()
-    parsed = command_line(Config, ["--batch-size", "8", "--learning-rate", "0.5", "--mode", "local_sgd", "--no-checkpointing"])
+    parsed = command_line(
+        Config, ["--batch-size", "8", "--learning-rate", "0.5", "--mode", "local_sgd", "--no-checkpointing"]
+    )
     assert parsed == Config(batch_size=8, learning_rate=0.5, mode="local_sgd", checkpointing=False)
 
 

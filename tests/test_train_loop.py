@@ -14,11 +14,16 @@ import torch
 from accelerate import Accelerator
 
 from effitrain_lessons.data import tokenized_mrpc
+from effitrain_lessons.lesson_code.lesson_03 import train
 from effitrain_lessons.memory import measure_step
 from effitrain_lessons.models import tiny_bert
-from effitrain_lessons.lesson_code.lesson_03 import train
 from effitrain_lessons.train_loop import (
-    LoopConfig, checkpointing_under_ddp, measure_schedule, scheduler_length, watch_training)
+    LoopConfig,
+    checkpointing_under_ddp,
+    measure_schedule,
+    scheduler_length,
+    watch_training,
+)
 from effitrain_lessons.trainer import fresh_model
 
 
@@ -45,8 +50,12 @@ def test_scheduler_length_for_both_sizings():
 @pytest.mark.parametrize("accumulation", [2, 4])
 def test_final_learning_rate_of_both_sizings_in_the_real_loop(accumulation):
     batches, epochs = 24, 2
-    optimizer_sized = measure_schedule(scheduler_length(batches, accumulation, epochs, "optimizer"), batches, accumulation, epochs)
-    slide_sized = measure_schedule(scheduler_length(batches, accumulation, epochs, "slide"), batches, accumulation, epochs)
+    optimizer_sized = measure_schedule(
+        scheduler_length(batches, accumulation, epochs, "optimizer"), batches, accumulation, epochs
+    )
+    slide_sized = measure_schedule(
+        scheduler_length(batches, accumulation, epochs, "slide"), batches, accumulation, epochs
+    )
     assert len(optimizer_sized) == len(slide_sized) == batches // accumulation * epochs
     assert optimizer_sized[-1] == 0.0 and optimizer_sized[-2] > 0.0
     # The prepared scheduler steps once per optimizer step, so the slide's sizing gets 1/accumulation of the way.
@@ -113,22 +122,34 @@ def test_two_micro_batches_of_8_give_the_gradients_of_one_batch_of_16(train_rows
 def test_the_lessons_loop_runs_and_is_watched_from_outside(train_rows):
     model = fresh_model(seed=0)
     with watch_training(model) as run:
-        metrics = train(model, train_rows.select(range(64)), tokenized_mrpc()["validation"], epochs=2, batch_size=16,
-                        accumulation=2, cpu=True)
+        metrics = train(
+            model,
+            train_rows.select(range(64)),
+            tokenized_mrpc()["validation"],
+            epochs=2,
+            batch_size=16,
+            accumulation=2,
+            cpu=True,
+        )
     # 64 rows, micro-batches of 16, 2 per optimizer step, 2 epochs; the checkpointed layers' recomputation
     # runs the layers, not the model, so it is not counted as a micro-batch.
     assert model.is_activation_checkpointing
     assert run.micro_batches == 8 and run.optimizer_steps == 4
     assert len(run.losses) == len(run.learning_rates) == 4 and all(math.isfinite(loss) for loss in run.losses)
-    assert run.learning_rates == pytest.approx([0.75e-3, 0.5e-3, 0.25e-3, 0.0])  # linear decay to 0, no warm-up in 4 steps
+    assert run.learning_rates == pytest.approx(
+        [0.75e-3, 0.5e-3, 0.25e-3, 0.0]
+    )  # linear decay to 0, no warm-up in 4 steps
     assert run.eval_rows == 300 and sorted(metrics) == ["accuracy", "f1"]
     assert repr(run) == str(run) and "optimizer steps" in str(run)
 
 
-@pytest.mark.parametrize("change, message", [
-    (dict(accumulation=0), "accumulation must be a whole number of at least 1"),
-    (dict(train_rows=4), "train_rows must be at least one batch"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(accumulation=0), "accumulation must be a whole number of at least 1"),
+        (dict(train_rows=4), "train_rows must be at least one batch"),
+    ],
+)
 def test_bad_config_is_one_clear_error(change, message):
     with pytest.raises(ValueError, match=message):
         LoopConfig(**change).check()
@@ -136,22 +157,35 @@ def test_bad_config_is_one_clear_error(change, message):
 
 def test_reentrant_checkpointing_under_ddp_fails_only_where_ddp_looks_for_unused_parameters():
     assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=True) == (
-        'stops: "Expected to mark a variable ready only once."')
+        'stops: "Expected to mark a variable ready only once."'
+    )
     assert checkpointing_under_ddp(use_reentrant=False, find_unused_parameters=True) == "trains"
     assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=False) == "trains"
 
 
 def test_module_runs_on_the_cpu(tmp_path):
     out = tmp_path / "result.json"
-    command = [sys.executable, "-m", "effitrain_lessons.train_loop", "--cpu", "--epochs", "1",
-               "--train-rows", "64", "--json", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "effitrain_lessons.train_loop",
+        "--cpu",
+        "--epochs",
+        "1",
+        "--train-rows",
+        "64",
+        "--json",
+        str(out),
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert "process 0 of 1: distributed_type=NO, device=cpu" in finished.stdout
     assert "micro-batches                      4" in finished.stdout
     result = json.loads(out.read_text())
     assert result["optimizer_steps"] == 2 and result["eval_rows"] == 300 and 0 <= result["accuracy"] <= 1
-    plain = subprocess.run(command + ["--no-checkpointing", "--epochs", "2"], capture_output=True, text=True, timeout=300)
+    plain = subprocess.run(
+        command + ["--no-checkpointing", "--epochs", "2"], capture_output=True, text=True, timeout=300
+    )
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert json.loads(out.read_text())["optimizer_steps"] == 4
 
@@ -160,7 +194,10 @@ def test_module_reports_bad_arguments_in_one_line():
     command = [sys.executable, "-m", "effitrain_lessons.train_loop", "--cpu", "--accumulation", "0"]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 2
-    assert finished.stderr.strip().splitlines()[-1] == "error: accumulation must be a whole number of at least 1, got 0."
+    assert (
+        finished.stderr.strip().splitlines()[-1]
+        == "error: accumulation must be a whole number of at least 1, got 0."
+    )
 
 
 def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
@@ -172,9 +209,24 @@ def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     out = tmp_path / "result.json"
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(port),
-               "-m", "effitrain_lessons.train_loop", "--cpu", "--epochs", "1", "--train-rows", "128",
-               "--json", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_port",
+        str(port),
+        "-m",
+        "effitrain_lessons.train_loop",
+        "--cpu",
+        "--epochs",
+        "1",
+        "--train-rows",
+        "128",
+        "--json",
+        str(out),
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert finished.returncode == 0, finished.stderr[-3000:]
     for rank in (0, 1):
@@ -196,10 +248,27 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
     from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
 
-    grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("03_checkpointing_with_accelerator")["learner"]))
-    micro_batches = repr(grader.check("q_scheduler_length", {"optimizer_steps": lambda batches, accumulation, epochs: batches * epochs}))
-    assert "You predicted optimizer_steps(40, 4, 2) = 80; the measurement is 20. Counted: the optimizer steps" in micro_batches
-    floor = repr(grader.check("q_scheduler_length", {"optimizer_steps": lambda batches, accumulation, epochs: batches // accumulation * epochs}))
+    grader = checks.Notebook(
+        str(editions.ROOT / editions.edition_paths("03_checkpointing_with_accelerator")["learner"])
+    )
+    micro_batches = repr(
+        grader.check(
+            "q_scheduler_length", {"optimizer_steps": lambda batches, accumulation, epochs: batches * epochs}
+        )
+    )
+    assert (
+        "You predicted optimizer_steps(40, 4, 2) = 80; the measurement is 20. Counted: the optimizer steps"
+        in micro_batches
+    )
+    floor = repr(
+        grader.check(
+            "q_scheduler_length",
+            {"optimizer_steps": lambda batches, accumulation, epochs: batches // accumulation * epochs},
+        )
+    )
     assert "a schedule sized 6 steps ends at" in floor and "after the loop's 8 optimizer steps" in floor
     nothing = repr(grader.check("q_checkpoint_on", {"turn_on_checkpointing": lambda model: None}))
-    assert "measured: after turn_on_checkpointing the step keeps" in nothing and "100% of the plain step's" in nothing
+    assert (
+        "measured: after turn_on_checkpointing the step keeps" in nothing
+        and "100% of the plain step's" in nothing
+    )

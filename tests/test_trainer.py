@@ -32,9 +32,20 @@ def quiet_train(trainer):
 
 def lesson_arguments(output_dir, checkpointing=True, **overrides):
     """The lesson's arguments, as its cell writes them (with what a short test run changes)."""
-    settings = dict(output_dir=str(output_dir), eval_strategy="epoch", activation_checkpointing=checkpointing,
-                    per_device_train_batch_size=8, gradient_accumulation_steps=4, learning_rate=1e-3, warmup_steps=0.1,
-                    num_train_epochs=2, logging_strategy="epoch", save_strategy="no", report_to="none", seed=0)
+    settings = dict(
+        output_dir=str(output_dir),
+        eval_strategy="epoch",
+        activation_checkpointing=checkpointing,
+        per_device_train_batch_size=8,
+        gradient_accumulation_steps=4,
+        learning_rate=1e-3,
+        warmup_steps=0.1,
+        num_train_epochs=2,
+        logging_strategy="epoch",
+        save_strategy="no",
+        report_to="none",
+        seed=0,
+    )
     settings.update(overrides)
     return TrainingArguments(**settings)
 
@@ -62,18 +73,30 @@ def meter_of(trainer) -> StepMeter:
 
 def test_the_slides_evaluation_strategy_is_a_type_error(tmp_path):
     with pytest.raises(TypeError, match="evaluation_strategy"):
-        TrainingArguments(output_dir=str(tmp_path), evaluation_strategy="epoch",
-                          gradient_accumulation_steps=4, gradient_checkpointing=True)
+        TrainingArguments(
+            output_dir=str(tmp_path),
+            evaluation_strategy="epoch",
+            gradient_accumulation_steps=4,
+            gradient_checkpointing=True,
+        )
 
 
 def test_the_corrected_slide_arguments_build_and_the_old_name_warns(tmp_path):
     with pytest.warns(FutureWarning, match="activation_checkpointing"):
-        old = TrainingArguments(output_dir=str(tmp_path), eval_strategy="epoch",
-                                gradient_accumulation_steps=4, gradient_checkpointing=True)
+        old = TrainingArguments(
+            output_dir=str(tmp_path),
+            eval_strategy="epoch",
+            gradient_accumulation_steps=4,
+            gradient_checkpointing=True,
+        )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        new = TrainingArguments(output_dir=str(tmp_path), eval_strategy="epoch",
-                                gradient_accumulation_steps=4, activation_checkpointing=True)
+        new = TrainingArguments(
+            output_dir=str(tmp_path),
+            eval_strategy="epoch",
+            gradient_accumulation_steps=4,
+            activation_checkpointing=True,
+        )
     for args in (old, new):
         assert args.eval_strategy == "epoch"
         assert args.gradient_accumulation_steps == 4
@@ -90,7 +113,10 @@ def test_trainer_takes_processing_class_not_tokenizer(tmp_path, splits):
     args = TrainingArguments(output_dir=str(tmp_path), report_to="none")
     with pytest.raises(TypeError, match="tokenizer"):
         Trainer(model=fresh_model(), args=args, train_dataset=splits["train"], tokenizer=data.tokenizer)
-    assert Trainer(model=fresh_model(), args=args, processing_class=data.tokenizer).processing_class is data.tokenizer
+    assert (
+        Trainer(model=fresh_model(), args=args, processing_class=data.tokenizer).processing_class
+        is data.tokenizer
+    )
 
 
 # --- checkpointing is really on inside train() ----------------------------------------
@@ -106,7 +132,10 @@ def test_checkpointing_is_active_inside_train_by_measurement(tmp_path, splits):
     assert checkpointed.model.is_activation_checkpointing is True
     with_meter, without_meter = meter_of(checkpointed), meter_of(plain)
     assert [m.checkpointing for m in with_meter.measured] == [True, True] and with_meter.checkpointing is True
-    assert [m.checkpointing for m in without_meter.measured] == [False, False] and without_meter.checkpointing is False
+    assert [m.checkpointing for m in without_meter.measured] == [
+        False,
+        False,
+    ] and without_meter.checkpointing is False
 
     with_report, without_report = with_meter.step_report(), without_meter.step_report()
     # Measured inside a training step of the 2-layer model: about 88 % fewer saved bytes (2.2 MiB vs 272 KiB).
@@ -120,8 +149,15 @@ def test_checkpointing_is_active_inside_train_by_measurement(tmp_path, splits):
 
 
 def test_the_meter_counts_the_rows_of_each_optimizer_step_and_ignores_evaluation(tmp_path, splits):
-    trainer = short_trainer(splits, tmp_path, checkpointing=False, rows=72, per_device_train_batch_size=4,
-                            gradient_accumulation_steps=3, eval_strategy="epoch")
+    trainer = short_trainer(
+        splits,
+        tmp_path,
+        checkpointing=False,
+        rows=72,
+        per_device_train_batch_size=4,
+        gradient_accumulation_steps=3,
+        eval_strategy="epoch",
+    )
     quiet_train(trainer)
     meter = meter_of(trainer)
     assert meter.rows_per_step == [12] * 6 and trainer.state.global_step == 6
@@ -131,8 +167,15 @@ def test_the_meter_counts_the_rows_of_each_optimizer_step_and_ignores_evaluation
 def test_checkpointing_leaves_the_training_unchanged(tmp_path, splits):
     logs = []
     for checkpointing in (True, False):
-        trainer = short_trainer(splits, tmp_path / str(checkpointing), checkpointing, rows=128,
-                                num_train_epochs=2, logging_strategy="steps", logging_steps=1)
+        trainer = short_trainer(
+            splits,
+            tmp_path / str(checkpointing),
+            checkpointing,
+            rows=128,
+            num_train_epochs=2,
+            logging_strategy="steps",
+            logging_steps=1,
+        )
         quiet_train(trainer)
         logs.append([entry["loss"] for entry in trainer.state.log_history if "loss" in entry])
     assert len(logs[0]) == 8
@@ -178,9 +221,17 @@ def test_logged_loss_with_accumulation(tmp_path, splits, accepts):
     rows = splits["train"].select(range(32))
     with torch.no_grad():
         mean_loss = model(**rows[:]).loss.item()
-    args = lesson_arguments(tmp_path, checkpointing=False, num_train_epochs=1, learning_rate=0.0,
-                            warmup_steps=0, eval_strategy="no", logging_strategy="steps", logging_steps=1,
-                            disable_tqdm=True)
+    args = lesson_arguments(
+        tmp_path,
+        checkpointing=False,
+        num_train_epochs=1,
+        learning_rate=0.0,
+        warmup_steps=0,
+        eval_strategy="no",
+        logging_strategy="steps",
+        logging_steps=1,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=rows)
     quiet_train(trainer)
     logged = trainer.state.log_history[0]["loss"]
@@ -223,14 +274,27 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured(tmp_path):
     from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
 
-    grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("02_checkpointing_with_trainer")["learner"]))
-    right = repr(grader.check("q_effective_batch", {"predicted_effective_batch": 12, "predicted_optimizer_steps": 16}))
+    grader = checks.Notebook(
+        str(editions.ROOT / editions.edition_paths("02_checkpointing_with_trainer")["learner"])
+    )
+    right = repr(
+        grader.check("q_effective_batch", {"predicted_effective_batch": 12, "predicted_optimizer_steps": 16})
+    )
     assert "failed" not in right
-    wrong = repr(grader.check("q_effective_batch", {"predicted_effective_batch": 12 * 2, "predicted_optimizer_steps": 16}))
+    wrong = repr(
+        grader.check(
+            "q_effective_batch", {"predicted_effective_batch": 12 * 2, "predicted_optimizer_steps": 16}
+        )
+    )
     assert "You predicted predicted_effective_batch = 24; the measurement is 12. Counted: the rows" in wrong
 
     over = TrainingArguments(str(tmp_path), per_device_train_batch_size=32, gradient_accumulation_steps=1)
     message = repr(grader.check("q_memory_budget", {"budget_args": over}))
-    assert "measured: a micro-batch of 32 with checkpointing off saves" in message and "over the 1 MiB budget" in message
+    assert (
+        "measured: a micro-batch of 32 with checkpointing off saves" in message
+        and "over the 1 MiB budget" in message
+    )
     too_small = TrainingArguments(str(tmp_path), per_device_train_batch_size=4, gradient_accumulation_steps=4)
-    assert "train on 4 x 4 = 16 pairs per optimizer step" in repr(grader.check("q_memory_budget", {"budget_args": too_small}))
+    assert "train on 4 x 4 = 16 pairs per optimizer step" in repr(
+        grader.check("q_memory_budget", {"budget_args": too_small})
+    )

@@ -30,9 +30,42 @@ from effitrain_lessons.course.lessons import ROOT, edition_paths, lesson_names
 LESSONS = lesson_names()
 # Words that only English prose has: a Turkish sentence never needs them (an API name is in backticks).
 # ("not" and "bit" are Turkish words too; "Run" is JupyterLab's menu, named as the learner sees it.)
-ENGLISH_WORDS = {"the", "and", "of", "to", "is", "are", "with", "this", "that", "for", "from", "by", "it", "you",
-                 "we", "but", "when", "which", "each", "every", "your", "its", "what", "how", "than", "then",
-                 "only", "one", "two", "into", "does", "here", "there", "where"}
+ENGLISH_WORDS = {
+    "the",
+    "and",
+    "of",
+    "to",
+    "is",
+    "are",
+    "with",
+    "this",
+    "that",
+    "for",
+    "from",
+    "by",
+    "it",
+    "you",
+    "we",
+    "but",
+    "when",
+    "which",
+    "each",
+    "every",
+    "your",
+    "its",
+    "what",
+    "how",
+    "than",
+    "then",
+    "only",
+    "one",
+    "two",
+    "into",
+    "does",
+    "here",
+    "there",
+    "where",
+}
 
 
 def notebook(name: str, kind: str) -> dict:
@@ -62,7 +95,11 @@ def fences(markdown: str) -> list[str]:
 def fence_tokens(code: str) -> list:
     try:
         return code_tokens(code)
-    except (tokenize.TokenError, IndentationError, SyntaxError):  # a shell snippet: its lines without comments
+    except (
+        tokenize.TokenError,
+        IndentationError,
+        SyntaxError,
+    ):  # a shell snippet: its lines without comments
         return [re.sub(r"(^|\s)#.*$", "", line).rstrip() for line in code.split("\n")]
 
 
@@ -76,7 +113,9 @@ def english_words(markdown: str) -> list[str]:
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", " ", text)
     text = re.sub(r"https?://\S+", " ", text)
     text = re.sub(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u00ab[^\u00bb]*\u00bb", " ", text)
-    text = re.sub(r"([{\[(,:]) ?'[^'\n]*'", r"\1 ", text)  # a Python value's strings, as a dict of data prints them
+    text = re.sub(
+        r"([{\[(,:]) ?'[^'\n]*'", r"\1 ", text
+    )  # a Python value's strings, as a dict of data prints them
     return [word for word in re.findall(r"\w+", text) if word.lower() in ENGLISH_WORDS]
 
 
@@ -92,10 +131,18 @@ def _title_case(text: str) -> bool:
 @pytest.mark.parametrize("name", [*LESSONS, None], ids=[*LESSONS, "runtime"])
 def test_every_catalog_translates_exactly_what_the_english_says(name):
     if name is None:
-        path, messages, label = ROOT / translate.PACKAGE_CATALOG, translate.runtime_messages(ROOT), translate.PACKAGE_CATALOG
+        path, messages, label = (
+            ROOT / translate.PACKAGE_CATALOG,
+            translate.runtime_messages(ROOT),
+            translate.PACKAGE_CATALOG,
+        )
     else:
         master = json.loads((ROOT / "lessons" / f"{name}.ipynb").read_text(encoding="utf-8"))
-        path, messages, label = translate.catalog_path(ROOT, name), translate.lesson_messages(master, name), name
+        path, messages, label = (
+            translate.catalog_path(ROOT, name),
+            translate.lesson_messages(master, name),
+            name,
+        )
     catalog = translate.read_catalog(path)
     assert messages, label
     problems = translate.problems(catalog, messages, label)
@@ -105,22 +152,31 @@ def test_every_catalog_translates_exactly_what_the_english_says(name):
 
 
 def test_the_compiled_catalog_is_the_committed_one():
-    assert (ROOT / translate.PACKAGE_MO).read_bytes() == translate.compiled_runtime_catalog(ROOT), \
+    assert (ROOT / translate.PACKAGE_MO).read_bytes() == translate.compiled_runtime_catalog(ROOT), (
         "run `make notebooks`: it compiles the runtime catalog"
+    )
 
 
 @pytest.fixture()
 def course_copy(tmp_path) -> Path:
     """The masters, catalogs and package sources, in a folder of their own (the checkout stays as it is)."""
     shutil.copytree(ROOT / "lessons", tmp_path / "lessons")
-    shutil.copytree(ROOT / "effitrain_lessons", tmp_path / "effitrain_lessons",
-                    ignore=shutil.ignore_patterns("__pycache__", "course_data"))
+    shutil.copytree(
+        ROOT / "effitrain_lessons",
+        tmp_path / "effitrain_lessons",
+        ignore=shutil.ignore_patterns("__pycache__", "course_data"),
+    )
     return tmp_path
 
 
 def run_build(course: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "effitrain_lessons", "build", "--course", str(course), "--check", *args],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "effitrain_lessons", "build", "--course", str(course), "--check", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
 
 
 def test_a_removed_entry_fails_the_build_naming_lesson_cell_and_sentence(course_copy):
@@ -132,7 +188,9 @@ def test_a_removed_entry_fails_the_build_naming_lesson_cell_and_sentence(course_
     catalog.save(str(path))
     finished = run_build(course_copy, name[:2], "--language", "tr")
     assert finished.returncode == 2, finished.stdout + finished.stderr
-    assert f"lesson {name}" in finished.stderr and f"cell {removed.msgctxt}: missing" in finished.stderr, finished.stderr
+    assert f"lesson {name}" in finished.stderr and f"cell {removed.msgctxt}: missing" in finished.stderr, (
+        finished.stderr
+    )
     assert " ".join(removed.msgid.split())[:40] in finished.stderr
 
 
@@ -151,8 +209,13 @@ def test_a_changed_english_sentence_fails_the_build_until_it_is_translated_again
     assert f"cell {cell['id']}: stale" in finished.stderr, finished.stderr
 
     # `effitrain extract` gives the old translation back, marked fuzzy, with the English it translated
-    extracted = subprocess.run([sys.executable, "-m", "effitrain_lessons", "extract", "--course", str(course_copy)],
-                               capture_output=True, text=True, timeout=120, cwd=ROOT)
+    extracted = subprocess.run(
+        [sys.executable, "-m", "effitrain_lessons", "extract", "--course", str(course_copy)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert extracted.returncode == 0, extracted.stderr
     entry = polib.pofile(str(translate.catalog_path(course_copy, name))).find(changed, msgctxt=cell["id"])
     assert entry is not None and "fuzzy" in entry.flags and entry.previous_msgid == block and entry.msgstr
@@ -177,35 +240,51 @@ def test_a_changed_english_sentence_fails_the_build_until_it_is_translated_again
 @pytest.mark.parametrize("name", LESSONS)
 def test_a_turkish_edition_runs_the_english_code_token_for_token(name, kind):
     english, turkish = notebook(name, kind), notebook(name, f"{kind}_tr")
-    assert [(c["id"], c["cell_type"]) for c in english["cells"]] == [(c["id"], c["cell_type"]) for c in turkish["cells"]]
-    assert english["metadata"]["otter"] == {**turkish["metadata"]["otter"], "tests": english["metadata"]["otter"]["tests"]}
-    assert turkish["metadata"]["effitrain"]["language"] == "tr" and english["metadata"]["effitrain"]["language"] == "en"
+    assert [(c["id"], c["cell_type"]) for c in english["cells"]] == [
+        (c["id"], c["cell_type"]) for c in turkish["cells"]
+    ]
+    assert english["metadata"]["otter"] == {
+        **turkish["metadata"]["otter"],
+        "tests": english["metadata"]["otter"]["tests"],
+    }
+    assert (
+        turkish["metadata"]["effitrain"]["language"] == "tr"
+        and english["metadata"]["effitrain"]["language"] == "en"
+    )
     compared = 0
     for en, tr in zip(english["cells"], turkish["cells"]):
         if en["cell_type"] == "code":
             setup = en["id"] == build.SETUP_CELL_ID
-            assert code_tokens(source(en), blank_strings=setup) == code_tokens(source(tr), blank_strings=setup), \
-                f"{name} {kind}: cell {en['id']} has other code in Turkish"
+            assert code_tokens(source(en), blank_strings=setup) == code_tokens(
+                source(tr), blank_strings=setup
+            ), f"{name} {kind}: cell {en['id']} has other code in Turkish"
             compared += 1
         elif en["cell_type"] == "markdown":
-            assert [fence_tokens(f) for f in fences(source(en))] == [fence_tokens(f) for f in fences(source(tr))], \
-                f"{name} {kind}: the code in cell {en['id']}'s markdown differs in Turkish"
+            assert [fence_tokens(f) for f in fences(source(en))] == [
+                fence_tokens(f) for f in fences(source(tr))
+            ], f"{name} {kind}: the code in cell {en['id']}'s markdown differs in Turkish"
         else:
             assert source(en) == source(tr), f"{name} {kind}: raw cell {en['id']} differs"
     assert compared >= 5
     setup_en, setup_tr = source(english["cells"][0]), source(turkish["cells"][0])
     strings = lambda code: [t for t in code_tokens(code) if t[0] == tokenize.STRING]  # noqa: E731
     differ = [(a, b) for a, b in zip(strings(setup_en), strings(setup_tr)) if a != b]
-    assert [b for _, b in differ][-1] == (tokenize.STRING, '"tr"') and len(differ) == 2  # the message and the language
+    assert [b for _, b in differ][-1] == (tokenize.STRING, '"tr"') and len(
+        differ
+    ) == 2  # the message and the language
 
 
 @pytest.mark.parametrize("name", LESSONS)
 def test_a_turkish_edition_has_no_english_prose(name):
     turkish = notebook(name, "learner_tr")
-    found = {cell["id"]: words for cell in turkish["cells"] if cell["cell_type"] == "markdown"
-             if (words := english_words(source(cell)))}
+    found = {
+        cell["id"]: words
+        for cell in turkish["cells"]
+        if cell["cell_type"] == "markdown"
+        if (words := english_words(source(cell)))
+    }
     assert not found, f"{name}: English words in the Turkish markdown: {found}"
     english = notebook(name, "learner")
-    assert sum(bool(english_words(source(c))) for c in english["cells"] if c["cell_type"] == "markdown") >= 5, \
-        "the detector finds the English of the English edition"
-
+    assert (
+        sum(bool(english_words(source(c))) for c in english["cells"] if c["cell_type"] == "markdown") >= 5
+    ), "the detector finds the English of the English edition"

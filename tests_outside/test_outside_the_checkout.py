@@ -32,8 +32,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ["00_start_here", "01_checkpointing_first_principles"]
 SOLUTION_TAG = "otter_assign_solution_cell"
-COLAB_PREINSTALLED = ["ipywidgets==7.7.1", "transformers==4.57.6", "ipykernel", "nbclient", "nbformat",
-                      "matplotlib", "numpy"]
+COLAB_PREINSTALLED = [
+    "ipywidgets==7.7.1",
+    "transformers==4.57.6",
+    "ipykernel",
+    "nbclient",
+    "nbformat",
+    "matplotlib",
+    "numpy",
+]
 NEVER_ON_COLAB = ["jupyterlab", "otter-grader", "nbval", "pytest", "playwright", "sphinx", "scikit-learn"]
 
 # Runs one notebook in a kernel of the environment it is started with; writes the executed notebook.
@@ -55,19 +62,36 @@ def run(*command, timeout=900, cwd=None, **kwargs) -> subprocess.CompletedProces
     """Run a command to success; by default in the temporary folder, never in the checkout (`python -c`
     puts its working folder first on sys.path)."""
     cwd = cwd or tempfile.gettempdir()
-    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout, cwd=cwd, **kwargs)
-    assert done.returncode == 0, f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    done = subprocess.run(
+        [str(c) for c in command], capture_output=True, text=True, timeout=timeout, cwd=cwd, **kwargs
+    )
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, command))} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    )
     return done
 
 
 def isolated_env(home: Path, **extra) -> dict[str, str]:
     """An environment with nothing of the checkout in it: own home, Jupyter and IPython folders, no hub."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER", "IPYTHON", "EFFITRAIN"))}
-    env.update(HOME=str(home), JUPYTER_CONFIG_DIR=str(home / "jupyter-config"), JUPYTER_DATA_DIR=str(home / "jupyter-data"),
-               JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"), IPYTHONDIR=str(home / "ipython"),
-               HF_HUB_OFFLINE="1", MPLBACKEND="Agg", PIP_DISABLE_PIP_VERSION_CHECK="1", **extra)
-    env.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))  # pip's own cache: downloads made once
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("PYTHON", "VIRTUAL_ENV", "JUPYTER", "IPYTHON", "EFFITRAIN"))
+    }
+    env.update(
+        HOME=str(home),
+        JUPYTER_CONFIG_DIR=str(home / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(home / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(home / "jupyter-runtime"),
+        IPYTHONDIR=str(home / "ipython"),
+        HF_HUB_OFFLINE="1",
+        MPLBACKEND="Agg",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        **extra,
+    )
+    env.setdefault(
+        "PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")
+    )  # pip's own cache: downloads made once
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
     return env
 
@@ -93,7 +117,9 @@ def execute(python: Path, notebook: Path, folder: Path, env: dict) -> dict:
 def text_of(cell: dict) -> str:
     parts = []
     for output in cell.get("outputs", []):
-        parts.append(output.get("text", "") if isinstance(output.get("text", ""), str) else "".join(output["text"]))
+        parts.append(
+            output.get("text", "") if isinstance(output.get("text", ""), str) else "".join(output["text"])
+        )
         plain = output.get("data", {}).get("text/plain", "")
         parts.append(plain if isinstance(plain, str) else "".join(plain))
     return "".join(parts)
@@ -104,14 +130,21 @@ def source_of(cell: dict) -> str:
 
 
 def checks_shown(notebook: dict) -> dict[str, str]:
-    return {source_of(c).strip(): text_of(c) for c in notebook["cells"]
-            if c["cell_type"] == "code" and source_of(c).strip().startswith("grader.check(")}
+    return {
+        source_of(c).strip(): text_of(c)
+        for c in notebook["cells"]
+        if c["cell_type"] == "code" and source_of(c).strip().startswith("grader.check(")
+    }
 
 
 def with_solutions(learner: Path, lesson: str, destination: Path) -> Path:
     """The learner edition with the solution edition's answers in its answer cells (matched by id)."""
     solution = json.loads((ROOT / "notebooks" / "solutions" / f"{lesson}.ipynb").read_text(encoding="utf-8"))
-    answers = {c["id"]: c["source"] for c in solution["cells"] if SOLUTION_TAG in c.get("metadata", {}).get("tags", [])}
+    answers = {
+        c["id"]: c["source"]
+        for c in solution["cells"]
+        if SOLUTION_TAG in c.get("metadata", {}).get("tags", [])
+    }
     notebook = json.loads(learner.read_text(encoding="utf-8"))
     for cell in notebook["cells"]:
         if cell.get("id") in answers:
@@ -150,18 +183,28 @@ def test_lab_puts_the_lessons_in_the_learners_folder_and_serves_them(learner):
     python, env, home = learner
     effitrain = python.parent / "effitrain"
     port = free_port()
-    server = subprocess.Popen([effitrain, "lab", "--no-browser", "--port", str(port)], cwd=home,
-                              env={**env, "JUPYTER_TOKEN": "t"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    server = subprocess.Popen(
+        [effitrain, "lab", "--no-browser", "--port", str(port)],
+        cwd=home,
+        env={**env, "JUPYTER_TOKEN": "t"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token=t", timeout=5) as response:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/contents?token=t", timeout=5
+                ) as response:
                     listing = json.load(response)
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"effitrain lab did not serve: {server.stdout.read()[-2000:] if server.poll() is not None else ''}")
+                    pytest.fail(
+                        f"effitrain lab did not serve: {server.stdout.read()[-2000:] if server.poll() is not None else ''}"
+                    )
                 time.sleep(0.5)
     finally:
         server.terminate()
@@ -177,8 +220,15 @@ def test_lab_puts_the_lessons_in_the_learners_folder_and_serves_them(learner):
     # A second run leaves the learner's work alone, and the installed copy is intact.
     mine = folder / copied[0]
     mine.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}', encoding="utf-8")
-    again = subprocess.Popen([effitrain, "lab", "--no-browser", "--port", str(free_port())], cwd=home, env=env,
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    again = subprocess.Popen(
+        [effitrain, "lab", "--no-browser", "--port", str(free_port())],
+        cwd=home,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         said = []
         for line in again.stdout:  # what it did to the folder, printed before JupyterLab starts
@@ -188,10 +238,17 @@ def test_lab_puts_the_lessons_in_the_learners_folder_and_serves_them(learner):
     finally:
         again.terminate()
         again.communicate(timeout=30)
-    assert said == [f"Your lessons are in {folder}.\n"], said  # the learner's work is theirs: nothing to say or ask
+    assert said == [f"Your lessons are in {folder}.\n"], (
+        said
+    )  # the learner's work is theirs: nothing to say or ask
     assert mine.read_text(encoding="utf-8").startswith('{"cells": []')
-    installed = run(python, "-c", "from effitrain_lessons.checks import installed_lessons; print(installed_lessons())",
-                    env=env, cwd=home).stdout.strip()
+    installed = run(
+        python,
+        "-c",
+        "from effitrain_lessons.checks import installed_lessons; print(installed_lessons())",
+        env=env,
+        cwd=home,
+    ).stdout.strip()
     assert Path(installed).parent.parent.name == "site-packages"
     assert (Path(installed) / copied[0]).read_bytes() == (ROOT / "notebooks" / copied[0]).read_bytes()
 
@@ -214,9 +271,18 @@ def test_lessons_run_offline_with_working_checks(learner, lesson):
 @pytest.mark.parametrize("command", [["build"], ["grade", "x.ipynb", "--out", "results"]])
 def test_instructor_commands_say_they_need_the_checkout(learner, command):
     python, env, home = learner
-    done = subprocess.run([python.parent / "effitrain", *command], cwd=home, env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [python.parent / "effitrain", *command],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2
-    assert "needs the course checkout" in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "needs the course checkout" in done.stderr and len(done.stderr.strip().splitlines()) == 1, (
+        done.stderr
+    )
 
 
 # --- a simulated Colab ---------------------------------------------------------------------------
@@ -230,7 +296,9 @@ def colab(tmp_path_factory, wheel):
     (fake / "__init__.py").write_text('"""Stands in for Colab\'s own module."""\n', encoding="utf-8")
     startup = home / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
-    (startup / "00-colab.py").write_text("import google.colab\n", encoding="utf-8")  # Colab's kernels import it
+    (startup / "00-colab.py").write_text(
+        "import google.colab\n", encoding="utf-8"
+    )  # Colab's kernels import it
     env = isolated_env(home, PYTHONPATH=str(home / "colab-modules"))
     python = new_venv(home / "venv", env)
     run(python, "-m", "pip", "install", "-q", *COLAB_PREINSTALLED, env=env)
@@ -252,7 +320,9 @@ def test_colab_installs_this_version_and_the_runtime_only(colab):
 
     assert "effitrain-lessons" not in before and after["effitrain-lessons"] == __version__
     assert after["torch"] == before["torch"]  # Colab's torch is never touched
-    assert after["ipywidgets"] == before["ipywidgets"] == "7.7.1"  # nor its widgets, which satisfy the runtime
+    assert (
+        after["ipywidgets"] == before["ipywidgets"] == "7.7.1"
+    )  # nor its widgets, which satisfy the runtime
     assert before["transformers"].startswith("4.") and int(after["transformers"].split(".")[1]) >= 23
     changed = {name: version for name, version in after.items() if before.get(name) != version}
     assert not [name for name in NEVER_ON_COLAB if name in changed], changed  # no tooling added or upgraded
@@ -262,7 +332,9 @@ def test_colab_installs_this_version_and_the_runtime_only(colab):
     assert f"torch {after['torch']}" in setup and "ipywidgets 7.7.1" in setup and "Using cpu" in setup
     print("added or upgraded:", " ".join(f"{name}=={version}" for name, version in sorted(changed.items())))
     print("the set:", " ".join(f"{name}=={version}" for name, version in sorted(after.items())))
-    assert sorted(p.name for p in content.iterdir() if p.suffix == ".ipynb") == []  # checks need no notebook on disk
+    assert (
+        sorted(p.name for p in content.iterdir() if p.suffix == ".ipynb") == []
+    )  # checks need no notebook on disk
 
 
 def test_on_colab_the_lessons_run_and_check_answers(colab):
@@ -270,4 +342,6 @@ def test_on_colab_the_lessons_run_and_check_answers(colab):
     for lesson, notebook in results.items():
         shown = checks_shown(notebook)
         assert shown and all("public tests failed" in text for text in shown.values()), (lesson, shown)
-        assert "Installed" in text_of(notebook["cells"][0]) or "already installed" in text_of(notebook["cells"][0])
+        assert "Installed" in text_of(notebook["cells"][0]) or "already installed" in text_of(
+            notebook["cells"][0]
+        )

@@ -44,8 +44,20 @@ SHAPES = {
 }
 PRECISIONS = ("fp32", "bf16")  # bf16: autocast over fp32 weights (mixed precision)
 ATTENTIONS = ("sdpa", "eager")
-COLUMNS = ("model", "batch", "seq", "precision", "attention", "checkpointing", "estimate (modelled)",
-           "measured peak", "measured / modelled", "estimate (total)", "within total", "seconds")
+COLUMNS = (
+    "model",
+    "batch",
+    "seq",
+    "precision",
+    "attention",
+    "checkpointing",
+    "estimate (modelled)",
+    "measured peak",
+    "measured / modelled",
+    "estimate (total)",
+    "within total",
+    "seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -60,16 +72,29 @@ class Case:
     checkpointing: bool
 
     def estimate(self) -> plan.Estimate:
-        return plan.estimate(self.model, batch=self.batch, seq=self.seq, precision=self.precision,
-                             master_weights=True, optimizer="adamw", attention=self.attention,
-                             checkpointing=self.checkpointing, device="cuda")
+        return plan.estimate(
+            self.model,
+            batch=self.batch,
+            seq=self.seq,
+            precision=self.precision,
+            master_weights=True,
+            optimizer="adamw",
+            attention=self.attention,
+            checkpointing=self.checkpointing,
+            device="cuda",
+        )
 
 
 def cases() -> list[Case]:
     """The grid, ordered so that one model is built per (model, attention)."""
-    return [Case(model, batch, seq, precision, attention, checkpointing)
-            for model, shapes in SHAPES.items() for attention in ATTENTIONS for batch, seq in shapes
-            for precision in PRECISIONS for checkpointing in (False, True)]
+    return [
+        Case(model, batch, seq, precision, attention, checkpointing)
+        for model, shapes in SHAPES.items()
+        for attention in ATTENTIONS
+        for batch, seq in shapes
+        for precision in PRECISIONS
+        for checkpointing in (False, True)
+    ]
 
 
 def batch_for(model: torch.nn.Module, batch: int, seq: int, device: str) -> dict:
@@ -77,8 +102,11 @@ def batch_for(model: torch.nn.Module, batch: int, seq: int, device: str) -> dict
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=generator)
     if model.config.model_type == "bert":
-        inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids),
-                  "labels": torch.zeros(batch, dtype=torch.long)}
+        inputs = {
+            "input_ids": ids,
+            "attention_mask": torch.ones_like(ids),
+            "labels": torch.zeros(batch, dtype=torch.long),
+        }
     else:
         inputs = {"input_ids": ids, "labels": ids}
     return {name: tensor.to(device) for name, tensor in inputs.items()}
@@ -127,10 +155,15 @@ def measure(model: torch.nn.Module, case: Case, steps: int) -> tuple[int | None,
 def row(case: Case, peak: int | None, status: str, seconds: float) -> dict:
     """One row of the report: the case, the estimate's modelled and total bytes, the measured peak."""
     estimate = case.estimate()
-    return {**dataclasses.asdict(case), "estimate_modelled_bytes": estimate.modelled,
-            "estimate_total_bytes": estimate.total, "measured_peak_bytes": peak,
-            "ratio": None if peak is None else peak / estimate.modelled, "seconds": round(seconds, 2),
-            "status": status}
+    return {
+        **dataclasses.asdict(case),
+        "estimate_modelled_bytes": estimate.modelled,
+        "estimate_total_bytes": estimate.total,
+        "measured_peak_bytes": peak,
+        "ratio": None if peak is None else peak / estimate.modelled,
+        "seconds": round(seconds, 2),
+        "status": status,
+    }
 
 
 def run(steps: int, budget: float) -> list[dict]:
@@ -150,46 +183,77 @@ def run(steps: int, budget: float) -> list[dict]:
         peak, status = measure(built[key], case, steps)
         rows.append(row(case, peak, status, time.perf_counter() - began))
         last = rows[-1]
-        print(f"{case.model:18} b{case.batch:<3} s{case.seq:<5} {case.precision:4} {case.attention:5} "
-              f"checkpointing {'on ' if case.checkpointing else 'off'}: "
-              + (f"{format_bytes(peak)} measured, {last['ratio']:.2f} of the modelled" if peak is not None else status)
-              + f" ({last['seconds']:.1f} s)", flush=True)
+        print(
+            f"{case.model:18} b{case.batch:<3} s{case.seq:<5} {case.precision:4} {case.attention:5} "
+            f"checkpointing {'on ' if case.checkpointing else 'off'}: "
+            + (
+                f"{format_bytes(peak)} measured, {last['ratio']:.2f} of the modelled"
+                if peak is not None
+                else status
+            )
+            + f" ({last['seconds']:.1f} s)",
+            flush=True,
+        )
     return rows
 
 
 def machine() -> dict:
     import transformers
 
-    return {"gpu": torch.cuda.get_device_name(), "gpu_memory_bytes": torch.cuda.get_device_properties(0).total_memory,
-            "torch": torch.__version__, "cuda": torch.version.cuda, "transformers": transformers.__version__}
+    return {
+        "gpu": torch.cuda.get_device_name(),
+        "gpu_memory_bytes": torch.cuda.get_device_properties(0).total_memory,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "transformers": transformers.__version__,
+    }
 
 
 def markdown(report: dict) -> str:
     """The report as a Markdown page: the machine, then one table row per case."""
-    lines = ["# GPU check: lesson 6's planner against a real GPU", "",
-             "Written by `make gpu-check` (tools/gpu_check.py). Peak `torch.cuda.max_memory_allocated()` over "
-             f"{report['steps']} AdamW steps against `effitrain_lessons.plan.estimate(..., device=\"cuda\")`: "
-             "modelled is the estimate without its allowance, total with it. bf16 is mixed precision "
-             "(autocast over fp32 weights).", "",
-             f"GPU: {report['gpu']} ({format_bytes(report['gpu_memory_bytes'])}); torch {report['torch']} "
-             f"(CUDA {report['cuda']}); transformers {report['transformers']}; {report['seconds']:.0f} s in all.", "",
-             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines = [
+        "# GPU check: lesson 6's planner against a real GPU",
+        "",
+        "Written by `make gpu-check` (tools/gpu_check.py). Peak `torch.cuda.max_memory_allocated()` over "
+        f'{report["steps"]} AdamW steps against `effitrain_lessons.plan.estimate(..., device="cuda")`: '
+        "modelled is the estimate without its allowance, total with it. bf16 is mixed precision "
+        "(autocast over fp32 weights).",
+        "",
+        f"GPU: {report['gpu']} ({format_bytes(report['gpu_memory_bytes'])}); torch {report['torch']} "
+        f"(CUDA {report['cuda']}); transformers {report['transformers']}; {report['seconds']:.0f} s in all.",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
     for r in report["rows"]:
         measured = r["measured_peak_bytes"]
-        cells = [r["model"], r["batch"], r["seq"], r["precision"], r["attention"],
-                 "on" if r["checkpointing"] else "off", format_bytes(r["estimate_modelled_bytes"]),
-                 format_bytes(measured) if measured is not None else r["status"],
-                 f"{r['ratio']:.2f}" if r["ratio"] is not None else "",
-                 format_bytes(r["estimate_total_bytes"]),
-                 ("yes" if measured <= r["estimate_total_bytes"] else "no") if measured is not None else "",
-                 f"{r['seconds']:.1f}"]
+        cells = [
+            r["model"],
+            r["batch"],
+            r["seq"],
+            r["precision"],
+            r["attention"],
+            "on" if r["checkpointing"] else "off",
+            format_bytes(r["estimate_modelled_bytes"]),
+            format_bytes(measured) if measured is not None else r["status"],
+            f"{r['ratio']:.2f}" if r["ratio"] is not None else "",
+            format_bytes(r["estimate_total_bytes"]),
+            ("yes" if measured <= r["estimate_total_bytes"] else "no") if measured is not None else "",
+            f"{r['seconds']:.1f}",
+        ]
         lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
     ratios = [r["ratio"] for r in report["rows"] if r["ratio"] is not None]
     if ratios:
-        within = sum(r["measured_peak_bytes"] <= r["estimate_total_bytes"] for r in report["rows"]
-                     if r["measured_peak_bytes"] is not None)
-        lines += ["", f"Measured / modelled from {min(ratios):.2f} to {max(ratios):.2f} over {len(ratios)} rows; "
-                      f"{within} of {len(ratios)} within the estimate's total."]
+        within = sum(
+            r["measured_peak_bytes"] <= r["estimate_total_bytes"]
+            for r in report["rows"]
+            if r["measured_peak_bytes"] is not None
+        )
+        lines += [
+            "",
+            f"Measured / modelled from {min(ratios):.2f} to {max(ratios):.2f} over {len(ratios)} rows; "
+            f"{within} of {len(ratios)} within the estimate's total.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -204,17 +268,28 @@ def write_report(report: dict, out: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks", help="folder for the report (benchmarks/)")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "benchmarks", help="folder for the report (benchmarks/)"
+    )
     parser.add_argument("--steps", type=int, default=3, help="training steps per row (default: 3)")
-    parser.add_argument("--budget", type=float, default=270.0,
-                        help="seconds after which the rows left are not run (default: 270)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=270.0,
+        help="seconds after which the rows left are not run (default: 270)",
+    )
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print(NO_CUDA)
         return 0
     start = time.perf_counter()
     rows = run(args.steps, args.budget)
-    report = {**machine(), "steps": args.steps, "seconds": round(time.perf_counter() - start, 1), "rows": rows}
+    report = {
+        **machine(),
+        "steps": args.steps,
+        "seconds": round(time.perf_counter() - start, 1),
+        "rows": rows,
+    }
     for path in write_report(report, args.out):
         print(f"wrote {path}")
     return 0

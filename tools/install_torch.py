@@ -39,9 +39,23 @@ def pip_arguments(kind: str, version: str, found: str | None, platform: str) -> 
 
 def found_unaided(version: str) -> str | None:
     """The torch version pip would install for `torch==version` with its own configuration."""
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--no-deps",
-                           "--ignore-installed", "--report", "-", f"torch=={version}"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--no-deps",
+            "--ignore-installed",
+            "--report",
+            "-",
+            f"torch=={version}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     try:
         return json.loads(done.stdout)["install"][0]["metadata"]["version"]
     except (ValueError, KeyError, IndexError):
@@ -50,7 +64,9 @@ def found_unaided(version: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in ("cpu", "cuda"):
-        print("usage: install_torch.py cpu|cuda [VERSION]  (TORCH=cpu or TORCH=cuda with make)", file=sys.stderr)
+        print(
+            "usage: install_torch.py cpu|cuda [VERSION]  (TORCH=cpu or TORCH=cuda with make)", file=sys.stderr
+        )
         return 2
     try:
         kind, version = argv[0], argv[1] if len(argv) > 1 else tested_version()
@@ -67,7 +83,9 @@ def main(argv: list[str]) -> int:
     found = None if kind == "cuda" or sys.platform != "linux" else found_unaided(version)
     arguments = pip_arguments(kind, version, found, sys.platform)
     print(f"installing torch {version} ({kind}): pip {' '.join(arguments)}")
-    return subprocess.run([sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *arguments]).returncode
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q", *arguments]
+    ).returncode
 
 
 if __name__ == "__main__":

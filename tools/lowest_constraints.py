@@ -86,8 +86,12 @@ def constraints(pyproject: Path) -> list[str]:
             tested = tested_version(pyproject.parent / "constraints.txt")
             if release(tested) < release(version):
                 raise ValueError(f"constraints.txt's torch=={tested} is below pyproject's torch>={version}")
-            lines.append(f"# torch: pyproject allows {version}, but torch stays at the tested {tested} (constraints.txt), the")
-            lines.append(f"# CPU build tools/install_torch.py installs; another version would download a multi-GB CUDA build.")
+            lines.append(
+                f"# torch: pyproject allows {version}, but torch stays at the tested {tested} (constraints.txt), the"
+            )
+            lines.append(
+                "# CPU build tools/install_torch.py installs; another version would download a multi-GB CUDA build."
+            )
             version = tested
         elif len(sources) > 1:
             lines.append(f"# {name}: the highest of {'; '.join(sources)}")

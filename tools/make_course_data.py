@@ -28,7 +28,13 @@ SIZES = dict(zip(SPLITS, (2400, 300, 300)))  # pairs per split, made in this ord
 _POSITIVE_SHARE = 0.66  # MRPC's train split has 68 % equivalent pairs
 _SEED = 2024
 _MAX_PAIR_WORDS = 29  # fits max_length=32 with [CLS] and two [SEP]
-_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0 to 4, as data.load_tokenizer names them
+_SPECIAL_TOKENS = (
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+)  # ids 0 to 4, as data.load_tokenizer names them
 
 
 # ---------------------------------------------------------------------------
@@ -49,27 +55,81 @@ _SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")  # ids 0 to 4, 
 # ---------------------------------------------------------------------------
 
 _COMPANIES = (
-    "Norcom", "Vantex", "Belltech", "Corvale", "Dynafield", "Halcyon", "Kestrel", "Lumora",
-    "Maxtel", "Orbisco", "Pellmark", "Quantis", "Redwater", "Silverline", "Tarnwell", "Zentrix",
+    "Norcom",
+    "Vantex",
+    "Belltech",
+    "Corvale",
+    "Dynafield",
+    "Halcyon",
+    "Kestrel",
+    "Lumora",
+    "Maxtel",
+    "Orbisco",
+    "Pellmark",
+    "Quantis",
+    "Redwater",
+    "Silverline",
+    "Tarnwell",
+    "Zentrix",
 )
 _PEOPLE = (
-    "Senator Hale", "Senator Brandt", "Judge Moreno", "Judge Kowalski", "Mayor Lind",
-    "Mayor Castillo", "Governor Park", "Governor Whitman", "Minister Okafor", "Chairman Reyes",
+    "Senator Hale",
+    "Senator Brandt",
+    "Judge Moreno",
+    "Judge Kowalski",
+    "Mayor Lind",
+    "Mayor Castillo",
+    "Governor Park",
+    "Governor Whitman",
+    "Minister Okafor",
+    "Chairman Reyes",
 )
 _PLACES = (
-    "Chicago", "London", "Madrid", "Denver", "Seattle", "Boston", "Paris", "Tokyo",
-    "Sydney", "Toronto", "Houston", "Berlin", "Atlanta", "Dublin", "Miami", "Oslo",
+    "Chicago",
+    "London",
+    "Madrid",
+    "Denver",
+    "Seattle",
+    "Boston",
+    "Paris",
+    "Tokyo",
+    "Sydney",
+    "Toronto",
+    "Houston",
+    "Berlin",
+    "Atlanta",
+    "Dublin",
+    "Miami",
+    "Oslo",
 )
 # Each time has its wordings; the first must read well at the start of a sentence.
 _TIMES = (
-    ("on Monday", "Monday"), ("on Tuesday", "Tuesday"), ("on Wednesday", "Wednesday"),
-    ("on Thursday", "Thursday"), ("on Friday", "Friday"),
-    ("last week", "a week ago"), ("last month", "a month ago"), ("last year", "a year ago"),
+    ("on Monday", "Monday"),
+    ("on Tuesday", "Tuesday"),
+    ("on Wednesday", "Wednesday"),
+    ("on Thursday", "Thursday"),
+    ("on Friday", "Friday"),
+    ("last week", "a week ago"),
+    ("last month", "a month ago"),
+    ("last year", "a year ago"),
 )
 _NUMBER_WORDS = {
-    2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
-    10: "ten", 11: "eleven", 12: "twelve", 15: "fifteen", 20: "twenty", 30: "thirty",
-    40: "forty", 50: "fifty",
+    2: "two",
+    3: "three",
+    4: "four",
+    5: "five",
+    6: "six",
+    7: "seven",
+    8: "eight",
+    9: "nine",
+    10: "ten",
+    11: "eleven",
+    12: "twelve",
+    15: "fifteen",
+    20: "twenty",
+    30: "thirty",
+    40: "forty",
+    50: "fifty",
 }
 _SMALL_NUMBERS = tuple(_NUMBER_WORDS)
 _HUNDREDS = (200, 300, 400, 500, 600, 700, 800, 900)
@@ -82,11 +142,21 @@ _STAKE_ACTIONS = {
     "sell": {"past": ("sold", "divested"), "base": ("sell", "divest")},
 }
 _LEGAL_ACTIONS = {
-    "sue": {"past": ("sued", "filed a lawsuit against"), "base": ("sue", "file a lawsuit against"), "pp": ("sued",)},
-    "criticize": {
-        "past": ("criticized", "condemned"), "base": ("criticize", "condemn"), "pp": ("criticized", "condemned")
+    "sue": {
+        "past": ("sued", "filed a lawsuit against"),
+        "base": ("sue", "file a lawsuit against"),
+        "pp": ("sued",),
     },
-    "praise": {"past": ("praised", "commended"), "base": ("praise", "commend"), "pp": ("praised", "commended")},
+    "criticize": {
+        "past": ("criticized", "condemned"),
+        "base": ("criticize", "condemn"),
+        "pp": ("criticized", "condemned"),
+    },
+    "praise": {
+        "past": ("praised", "commended"),
+        "base": ("praise", "commend"),
+        "pp": ("praised", "commended"),
+    },
     "meet": {"past": ("met with", "held talks with"), "base": ("meet with", "hold talks with"), "pp": ()},
 }
 _LEGAL_OPPOSITE = {"criticize": "praise", "praise": "criticize"}
@@ -220,30 +290,61 @@ def _pole(rng: random.Random, common, rare):
 
 def _new_stake(rng: random.Random) -> dict:
     a, b = rng.sample(_COMPANIES, 2)
-    return {"kind": "stake", "a": a, "b": b, "action": _pole(rng, "buy", "sell"),
-            "n": rng.choice(_SMALL_NUMBERS), "time": rng.randrange(len(_TIMES)), "neg": _pole(rng, False, True)}
+    return {
+        "kind": "stake",
+        "a": a,
+        "b": b,
+        "action": _pole(rng, "buy", "sell"),
+        "n": rng.choice(_SMALL_NUMBERS),
+        "time": rng.randrange(len(_TIMES)),
+        "neg": _pole(rng, False, True),
+    }
 
 
 def _new_legal(rng: random.Random) -> dict:
     a, b = rng.sample(_PEOPLE + _COMPANIES, 2)
     action = rng.choice(["sue", "meet", _pole(rng, "criticize", "praise")])
-    return {"kind": "legal", "a": a, "b": b, "action": action,
-            "place": rng.choice(_PLACES), "time": rng.randrange(len(_TIMES)), "neg": _pole(rng, False, True)}
+    return {
+        "kind": "legal",
+        "a": a,
+        "b": b,
+        "action": action,
+        "place": rng.choice(_PLACES),
+        "time": rng.randrange(len(_TIMES)),
+        "neg": _pole(rng, False, True),
+    }
 
 
 def _new_earnings(rng: random.Random) -> dict:
-    return {"kind": "earnings", "a": rng.choice(_COMPANIES), "metric": rng.choice(list(_METRICS)),
-            "move": _pole(rng, "up", "down"), "n": rng.choice(_SMALL_NUMBERS), "quarter": rng.choice(_QUARTERS)}
+    return {
+        "kind": "earnings",
+        "a": rng.choice(_COMPANIES),
+        "metric": rng.choice(list(_METRICS)),
+        "move": _pole(rng, "up", "down"),
+        "n": rng.choice(_SMALL_NUMBERS),
+        "quarter": rng.choice(_QUARTERS),
+    }
 
 
 def _new_jobs(rng: random.Random) -> dict:
-    return {"kind": "jobs", "a": rng.choice(_COMPANIES), "action": _pole(rng, "cut", "add"),
-            "n": rng.choice(_HUNDREDS), "place": rng.choice(_PLACES), "neg": _pole(rng, False, True)}
+    return {
+        "kind": "jobs",
+        "a": rng.choice(_COMPANIES),
+        "action": _pole(rng, "cut", "add"),
+        "n": rng.choice(_HUNDREDS),
+        "place": rng.choice(_PLACES),
+        "neg": _pole(rng, False, True),
+    }
 
 
 def _new_police(rng: random.Random) -> dict:
-    return {"kind": "police", "action": _pole(rng, "arrest", "release"), "n": rng.choice(_SMALL_NUMBERS),
-            "place": rng.choice(_PLACES), "time": rng.randrange(len(_TIMES))}
+    return {
+        "kind": "police",
+        "action": _pole(rng, "arrest", "release"),
+        "n": rng.choice(_SMALL_NUMBERS),
+        "place": rng.choice(_PLACES),
+        "time": rng.randrange(len(_TIMES)),
+    }
 
 
 _EVENTS = {
@@ -271,7 +372,9 @@ def _change(m: dict, rng: random.Random) -> dict:
         if m["action"] != "meet":  # meeting is symmetric: swapping roles keeps the meaning
             changes.append(("swap", None))
     if "n" in m:
-        changes.append(("n", lambda: _other(rng, _HUNDREDS if m["kind"] == "jobs" else _SMALL_NUMBERS, m["n"])))
+        changes.append(
+            ("n", lambda: _other(rng, _HUNDREDS if m["kind"] == "jobs" else _SMALL_NUMBERS, m["n"]))
+        )
     if "neg" in m:
         changes.append(("neg", lambda: not m["neg"]))
     if "place" in m:
@@ -378,7 +481,9 @@ def train_tokenizer(texts) -> Tokenizer:
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
     tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=30_000, special_tokens=list(_SPECIAL_TOKENS), show_progress=False)
+    trainer = trainers.WordPieceTrainer(
+        vocab_size=30_000, special_tokens=list(_SPECIAL_TOKENS), show_progress=False
+    )
     tokenizer.train_from_iterator(texts, trainer=trainer)
     # The trainer breaks ties between equally frequent pairs in hash order, so its
     # intermediate pieces (such as "##rcom") change from run to run. Keep what every run
@@ -399,6 +504,7 @@ def train_tokenizer(texts) -> Tokenizer:
     tokenizer.decoder = decoders.WordPiece(prefix="##")
     return tokenizer
 
+
 def write_course_data(folder: Path) -> dict[str, list[dict]]:
     """Write the three splits and the tokenizer into `folder`; return the splits."""
     splits = generate_pairs()
@@ -410,8 +516,12 @@ def write_course_data(folder: Path) -> dict[str, list[dict]]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description="Make the course's bundled paraphrase data and its tokenizer.")
-    parser.add_argument("--out", type=Path, default=COURSE_DATA, help="the folder to write (default: the package's)")
+    parser = argparse.ArgumentParser(
+        description="Make the course's bundled paraphrase data and its tokenizer."
+    )
+    parser.add_argument(
+        "--out", type=Path, default=COURSE_DATA, help="the folder to write (default: the package's)"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     splits = write_course_data(args.out)

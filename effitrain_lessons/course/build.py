@@ -121,10 +121,14 @@ class Difference:
 SETUP_COMMENT = N_("Setup (the same in every lesson): run this cell first.")
 COLAB_COMMENT = N_("Colab: install this version of the course, its runtime only (Colab's torch stays)")
 REPORT_COMMENT = N_("what pip installed")
-NOT_INSTALLED = N_("The effitrain_lessons package is not installed in this notebook's Python: install it with "
-                   "`pip install effitrain-lessons` and open the lessons with `effitrain lab` (in a checkout: `make lab`).")
+NOT_INSTALLED = N_(
+    "The effitrain_lessons package is not installed in this notebook's Python: install it with "
+    "`pip install effitrain-lessons` and open the lessons with `effitrain lab` (in a checkout: `make lab`)."
+)
 LANGUAGE_COMMENT = N_("the language of what the lesson prints and draws")
-INIT_COMMENT = N_("The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer.")
+INIT_COMMENT = N_(
+    "The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer."
+)
 LANGUAGE_SUFFIX = {"en": "", "tr": "_tr"}  # edition_paths' key suffix for each edition's language
 
 
@@ -157,8 +161,12 @@ if "google.colab" in sys.modules:
     print(install_summary(report))'''
 
 
-def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = None,
-          languages: tuple[str, ...] = tuple(LANGUAGES)) -> list[Difference]:
+def build(
+    check: bool = False,
+    root: Path = ROOT,
+    lessons: list[str] | None = None,
+    languages: tuple[str, ...] = tuple(LANGUAGES),
+) -> list[Difference]:
     """Build the editions of `lessons` (default: every lesson in `root/lessons/`) in `languages`
     (default: English and Turkish; the Turkish editions also compile the runtime catalog).
 
@@ -172,17 +180,25 @@ def build(check: bool = False, root: Path = ROOT, lessons: list[str] | None = No
     names = available if lessons is None else [resolve_lesson(x, available) for x in lessons]
     unknown = sorted(set(languages) - set(LANGUAGES))
     if unknown or not languages:
-        raise ValueError(f"There is no edition in {', '.join(unknown) or 'no language'}: the editions are "
-                         f"{', '.join(LANGUAGES)}.")
+        raise ValueError(
+            f"There is no edition in {', '.join(unknown) or 'no language'}: the editions are "
+            f"{', '.join(LANGUAGES)}."
+        )
     differences: list[Difference] = []
     if "tr" in languages and (root / translate.PACKAGE_CATALOG).is_file():  # a checkout of the package itself
         mo = {translate.PACKAGE_MO: translate.compiled_runtime_catalog(root)}
-        found = {translate.PACKAGE_MO: root / translate.PACKAGE_MO} if (root / translate.PACKAGE_MO).is_file() else {}
+        found = (
+            {translate.PACKAGE_MO: root / translate.PACKAGE_MO}
+            if (root / translate.PACKAGE_MO).is_file()
+            else {}
+        )
         differences += _compare_files(found, mo) if check else _write_files(root, found, mo)
     for name in names:
         rendered = render_lesson(root / LESSONS_DIR / f"{name}.ipynb", languages)
         committed = _committed(root, name, languages)
-        differences += _compare_files(committed, rendered) if check else _write_files(root, committed, rendered)
+        differences += (
+            _compare_files(committed, rendered) if check else _write_files(root, committed, rendered)
+        )
         if not check:
             _remove_empty_folders(root / edition_paths(name)["autograder"])
     if lessons is None:
@@ -210,8 +226,12 @@ def render_lesson(source: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -
         student, autograder, members, temps = _assign(text, name)
         machine_paths |= temps
         suffix = LANGUAGE_SUFFIX[language]
-        rendered[paths["learner" + suffix]] = _notebook_bytes(_clean(student, master, source_ids, language, name))
-        rendered[paths["solution" + suffix]] = _notebook_bytes(_clean(autograder, master, source_ids, language, name))
+        rendered[paths["learner" + suffix]] = _notebook_bytes(
+            _clean(student, master, source_ids, language, name)
+        )
+        rendered[paths["solution" + suffix]] = _notebook_bytes(
+            _clean(autograder, master, source_ids, language, name)
+        )
         if language == "en":  # the autograder and the saved module come with the English editions
             for member, data in sorted(members.items()):
                 rendered[f"{paths['autograder']}/{member}"] = data
@@ -253,20 +273,26 @@ def saved_module(name: str, master: dict) -> bytes | None:
         if cell["cell_type"] != "code" or source.split("\n", 1)[0].strip() != SAVE_MARK:
             continue
         if in_question:
-            raise ValueError(f"{name}: cell {cell.get('id')} is saved ({SAVE_MARK}) inside a question; "
-                             "save only lesson cells.")
+            raise ValueError(
+                f"{name}: cell {cell.get('id')} is saved ({SAVE_MARK}) inside a question; "
+                "save only lesson cells."
+            )
         body = source.split("\n", 1)[1].strip("\n") if "\n" in source else ""
         try:
             compile(body, f"{name} cell {cell.get('id')}", "exec")
         except SyntaxError as error:
-            raise ValueError(f"{name}: saved cell {cell.get('id')} is not plain Python ({error.msg}, line "
-                             f"{error.lineno}): keep notebook magics out of {SAVE_MARK} cells.") from None
+            raise ValueError(
+                f"{name}: saved cell {cell.get('id')} is not plain Python ({error.msg}, line "
+                f"{error.lineno}): keep notebook magics out of {SAVE_MARK} cells."
+            ) from None
         cells.append(f"# cell {cell.get('id')}\n{body}\n")
     if not cells:
         return None
-    header = (f"# AUTOGENERATED by `effitrain build` from {LESSONS_DIR}/{name}.ipynb: do not edit.\n"
-              f"# Edit the lesson's {SAVE_MARK} cells and run `make notebooks`.\n"
-              f'"""The code lesson {name[:2]} writes in its cells, for the launchers and scripts that run it."""\n')
+    header = (
+        f"# AUTOGENERATED by `effitrain build` from {LESSONS_DIR}/{name}.ipynb: do not edit.\n"
+        f"# Edit the lesson's {SAVE_MARK} cells and run `make notebooks`.\n"
+        f'"""The code lesson {name[:2]} writes in its cells, for the launchers and scripts that run it."""\n'
+    )
     return (header + "\n\n" + "\n\n".join(cells)).encode("utf-8")
 
 
@@ -288,16 +314,35 @@ def pack_autograder(name: str, destination: str | os.PathLike, root: Path = ROOT
     return destination
 
 
-DESCRIPTION = ("Build the learner editions (notebooks/), the solution editions (notebooks/solutions/) "
-               "and the autograder material (autograder/) from the Otter Assign masters in lessons/.")
+DESCRIPTION = (
+    "Build the learner editions (notebooks/), the solution editions (notebooks/solutions/) "
+    "and the autograder material (autograder/) from the Otter Assign masters in lessons/."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("lessons", nargs="*", metavar="LESSON", help="lessons to build, e.g. 00 or 00_start_here (default: all)")
-    parser.add_argument("--check", action="store_true", help="only report built files that are stale or missing")
-    parser.add_argument("--course", type=Path, default=None, help="the course checkout (default: the one this package runs from)")
-    parser.add_argument("--language", action="append", choices=list(LANGUAGES), default=None,
-                        help="build only the editions in this language (repeatable; default: every edition)")
+    parser.add_argument(
+        "lessons",
+        nargs="*",
+        metavar="LESSON",
+        help="lessons to build, e.g. 00 or 00_start_here (default: all)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="only report built files that are stale or missing"
+    )
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        help="the course checkout (default: the one this package runs from)",
+    )
+    parser.add_argument(
+        "--language",
+        action="append",
+        choices=list(LANGUAGES),
+        default=None,
+        help="build only the editions in this language (repeatable; default: every edition)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -307,13 +352,19 @@ def run(args: argparse.Namespace) -> int:
         print(NO_CHECKOUT.format(command="effitrain build"), file=sys.stderr)
         return 2
     if not lesson_names(root):
-        print(f"There are no lesson masters in {root / LESSONS_DIR}: run this in the course checkout or pass --course.",
-              file=sys.stderr)
+        print(
+            f"There are no lesson masters in {root / LESSONS_DIR}: run this in the course checkout or pass --course.",
+            file=sys.stderr,
+        )
         return 2
     start = time.perf_counter()
     try:
-        differences = build(check=args.check, root=root, lessons=args.lessons or None,
-                            languages=tuple(args.language or LANGUAGES))
+        differences = build(
+            check=args.check,
+            root=root,
+            lessons=args.lessons or None,
+            languages=tuple(args.language or LANGUAGES),
+        )
     except ValueError as error:
         print(error, file=sys.stderr)
         return 2
@@ -322,9 +373,15 @@ def run(args: argparse.Namespace) -> int:
         print(difference)
     orphans = sum(d.reason == "orphan" for d in differences)
     if orphans:
-        print(f"{orphans} edition(s) have no source in {LESSONS_DIR}/: delete them or restore their lesson.", file=sys.stderr)
+        print(
+            f"{orphans} edition(s) have no source in {LESSONS_DIR}/: delete them or restore their lesson.",
+            file=sys.stderr,
+        )
     if args.check and differences:
-        print(f"{len(differences)} file(s) out of date: run `make notebooks` and commit the result.", file=sys.stderr)
+        print(
+            f"{len(differences)} file(s) out of date: run `make notebooks` and commit the result.",
+            file=sys.stderr,
+        )
         return 1
     count = len(args.lessons) if args.lessons else len(lesson_names(root))
     verdict = "up to date" if args.check else f"{len(differences) - orphans} file(s) changed"
@@ -376,7 +433,9 @@ def _run_otter_assign(master: Path, result: Path) -> None:
 # Cleaning
 
 
-def _clean(notebook: dict, master: dict, source_ids: list[str | None], language: str = "en", name: str = "") -> dict:
+def _clean(
+    notebook: dict, master: dict, source_ids: list[str | None], language: str = "en", name: str = ""
+) -> dict:
     """A copy of an otter-made notebook with the setup cell in front and nothing run-specific."""
     cells = []
     for cell in notebook["cells"]:
@@ -393,8 +452,14 @@ def _clean(notebook: dict, master: dict, source_ids: list[str | None], language:
             kept["attachments"] = cell["attachments"]
         if kept["cell_type"] == "code" and kept["source"].startswith(OTTER_INIT):
             # The lessons' grader is the package's (effitrain_lessons.checks), not otter's.
-            kept["source"] = kept["source"].replace(OTTER_INIT, "# " + translator(language)(INIT_COMMENT), 1).replace(
-                "import otter\ngrader = otter.Notebook(", "from effitrain_lessons.checks import Notebook\ngrader = Notebook(")
+            kept["source"] = (
+                kept["source"]
+                .replace(OTTER_INIT, "# " + translator(language)(INIT_COMMENT), 1)
+                .replace(
+                    "import otter\ngrader = otter.Notebook(",
+                    "from effitrain_lessons.checks import Notebook\ngrader = Notebook(",
+                )
+            )
         cells.append(kept)
 
     setup = {
@@ -414,10 +479,12 @@ def _clean(notebook: dict, master: dict, source_ids: list[str | None], language:
             metadata[key] = master["metadata"][key]
     if "otter" in notebook.get("metadata", {}):
         metadata["otter"] = notebook["metadata"]["otter"]
-    metadata["effitrain"] = {"language": language,
-                             "source": f"AUTOGENERATED by `effitrain build` from {LESSONS_DIR}/{name}.ipynb"
-                                       + ("" if language == "en" else f" and {translate.CATALOG_DIR}/{name}.po")
-                                       + ": do not edit; edit the master and run `make notebooks`."}
+    metadata["effitrain"] = {
+        "language": language,
+        "source": f"AUTOGENERATED by `effitrain build` from {LESSONS_DIR}/{name}.ipynb"
+        + ("" if language == "en" else f" and {translate.CATALOG_DIR}/{name}.po")
+        + ": do not edit; edit the master and run `make notebooks`.",
+    }
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 

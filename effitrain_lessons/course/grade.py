@@ -45,9 +45,15 @@ from effitrain_lessons.course.lessons import (
     load_lesson,
     resolve_lesson,
 )
-from effitrain_lessons.course.sandbox import (Cgroup, Limits, Sandbox, SandboxUnavailable, allow_sandboxes, sandbox_problem,
-                                             stop_all)
-from effitrain_lessons.i18n import ENVIRONMENT, Sentence
+from effitrain_lessons.course.sandbox import (
+    Cgroup,
+    Limits,
+    Sandbox,
+    SandboxUnavailable,
+    allow_sandboxes,
+    sandbox_problem,
+    stop_all,
+)
 from effitrain_lessons.course.submissions import (
     MAX_ANSWER_CHARS,
     Submission,
@@ -58,6 +64,7 @@ from effitrain_lessons.course.submissions import (
     read_notebook,
     readable,
 )
+from effitrain_lessons.i18n import ENVIRONMENT, Sentence
 
 DEFAULT_WORKERS = 2
 INTERRUPTED = threading.Event()
@@ -88,7 +95,9 @@ class SubmissionResult:
     seconds: float = 0.0
     peak_memory_mb: float = 0.0
     memory_cap: str = ""  # how the cap was enforced: "cgroup v1", "cgroup v2" or "PSS"
-    notes: list[str] = field(default_factory=list)  # for the instructor only (lesson cells that failed, output)
+    notes: list[str] = field(
+        default_factory=list
+    )  # for the instructor only (lesson cells that failed, output)
     language: str = "en"  # the language of the submitted edition: its feedback is written in it
 
     @property
@@ -104,7 +113,9 @@ class SubmissionResult:
 # The plan
 
 
-def grading_plan(lesson: Lesson, answers: dict[str, str], follow_names: bool = True) -> tuple[list[dict], list[str]]:
+def grading_plan(
+    lesson: Lesson, answers: dict[str, str], follow_names: bool = True
+) -> tuple[list[dict], list[str]]:
     """The cells to run for `lesson` with the learner's `answers` (cell id -> source).
 
     These are the cells tagged `setup-for:<question>`, the answer and check cells, and (with
@@ -112,9 +123,15 @@ def grading_plan(lesson: Lesson, answers: dict[str, str], follow_names: bool = T
     defines. Returns the job's cells and the questions whose answer cells the submission lacks.
     """
     graded = set(lesson.questions)
-    chosen = {i for i, cell in enumerate(lesson.cells)
-              if cell.setup_for & graded or cell.answer_for in graded or cell.check_for in graded}
-    names = [review.defined_and_used(cell.source) if not cell.answer_for else (set(), set()) for cell in lesson.cells]
+    chosen = {
+        i
+        for i, cell in enumerate(lesson.cells)
+        if cell.setup_for & graded or cell.answer_for in graded or cell.check_for in graded
+    }
+    names = [
+        review.defined_and_used(cell.source) if not cell.answer_for else (set(), set())
+        for cell in lesson.cells
+    ]
     learner = {cell.id: answers.get(cell.id) for cell in lesson.cells if cell.answer_for}
     for i, cell in enumerate(lesson.cells):
         if cell.answer_for and learner[cell.id] is not None:
@@ -125,7 +142,10 @@ def grading_plan(lesson: Lesson, answers: dict[str, str], follow_names: bool = T
         for name in names[i][1]:
             if any(name in names[j][0] for j in chosen if j < i):
                 continue
-            definer = next((j for j in range(i - 1, -1, -1) if name in names[j][0] and not lesson.cells[j].answer_for), None)
+            definer = next(
+                (j for j in range(i - 1, -1, -1) if name in names[j][0] and not lesson.cells[j].answer_for),
+                None,
+            )
             if definer is not None and definer not in chosen:
                 chosen.add(definer)
                 pending.append(definer)
@@ -149,15 +169,24 @@ def grading_plan(lesson: Lesson, answers: dict[str, str], follow_names: bool = T
 # One submission
 
 
-def grade_one(submission: Submission, lessons: dict[str, Lesson], limits: Limits, lesson_override: str | None = None,
-              confined: bool = True) -> SubmissionResult:
+def grade_one(
+    submission: Submission,
+    lessons: dict[str, Lesson],
+    limits: Limits,
+    lesson_override: str | None = None,
+    confined: bool = True,
+) -> SubmissionResult:
     """Grade one submission; any problem becomes the result's status and reason, never an exception."""
     start = time.monotonic()
     try:
         result = _grade_one(submission, lessons, limits, lesson_override, confined)
     except Exception as error:  # noqa: BLE001 - one file's trouble must not stop the batch
-        result = SubmissionResult(submission.name, None, "error",
-                                  f"the grader failed on this file ({type(error).__name__}: {readable(str(error))[:200]})")
+        result = SubmissionResult(
+            submission.name,
+            None,
+            "error",
+            f"the grader failed on this file ({type(error).__name__}: {readable(str(error))[:200]})",
+        )
     if INTERRUPTED.is_set() and result.status != "graded":
         result.status, result.reason = "interrupted", "the grader was stopped before this file was graded"
     result.seconds = round(time.monotonic() - start, 2)
@@ -166,33 +195,56 @@ def grade_one(submission: Submission, lessons: dict[str, Lesson], limits: Limits
 
 def _grade_one(submission, lessons, limits, lesson_override, confined) -> SubmissionResult:
     if INTERRUPTED.is_set():
-        return SubmissionResult(submission.name, None, "interrupted", "the grader was stopped before this file was graded")
+        return SubmissionResult(
+            submission.name, None, "interrupted", "the grader was stopped before this file was graded"
+        )
     if submission.problem:
-        return SubmissionResult(submission.name, None, "not a notebook", f"{submission.name} {submission.problem}.")
+        return SubmissionResult(
+            submission.name, None, "not a notebook", f"{submission.name} {submission.problem}."
+        )
     notebook, problem = read_notebook(submission.path)
     if notebook is None:
         return SubmissionResult(submission.name, None, "malformed", f"{submission.name} {problem}.")
     name, problem = identify(notebook, lessons, lesson_override)
     if name is None:
         return SubmissionResult(submission.name, None, "rejected", f"{submission.name} {problem}.")
-    answers = {cell_id: source for cell_id, source in code_cells(notebook).items() if cell_id in lessons[name].answers}
-    return grade_answers(submission.name, lessons[name], answers, limits, confined, language=edition_language(notebook))
+    answers = {
+        cell_id: source
+        for cell_id, source in code_cells(notebook).items()
+        if cell_id in lessons[name].answers
+    }
+    return grade_answers(
+        submission.name, lessons[name], answers, limits, confined, language=edition_language(notebook)
+    )
 
 
-def grade_answers(file: str, lesson: Lesson, answers: dict[str, str], limits: Limits, confined: bool = True,
-                  follow_names: bool = True, language: str = "en") -> SubmissionResult:
+def grade_answers(
+    file: str,
+    lesson: Lesson,
+    answers: dict[str, str],
+    limits: Limits,
+    confined: bool = True,
+    follow_names: bool = True,
+    language: str = "en",
+) -> SubmissionResult:
     """Grade the learner's `answers` (answer cell id -> source) to `lesson`, in a sandbox.
 
     `language` is the edition's: the tests are the same in every edition, and the messages of the
     public tests (and the feedback) come back in that language.
     """
-    result = SubmissionResult(file, lesson.name, "graded", language=language,
-                              questions={q: QuestionResult(q, 0.0, question.points) for q, question in lesson.questions.items()})
+    result = SubmissionResult(
+        file,
+        lesson.name,
+        "graded",
+        language=language,
+        questions={q: QuestionResult(q, 0.0, question.points) for q, question in lesson.questions.items()},
+    )
     for cell_id, source in list(answers.items()):
         if len(source) > MAX_ANSWER_CHARS:
             answers[cell_id] = ""
             result.questions[lesson.answers[cell_id]].answer_error = Sentence(
-                "the answer cell is longer than {limit} characters and was not run", limit=MAX_ANSWER_CHARS)
+                "the answer cell is longer than {limit} characters and was not run", limit=MAX_ANSWER_CHARS
+            )
     for cell_id, source in answers.items():
         for what in review.review_answer(source):
             _add_flag(result, lesson.answers[cell_id], what)
@@ -211,8 +263,12 @@ def _add_flag(result: SubmissionResult, question: str, what: str) -> None:
 
 def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Limits, confined: bool) -> None:
     """Run the plan in a sandbox, feed it the test cases one at a time, and score what comes back."""
-    box = Sandbox([sys.executable, "-I", "-m", "effitrain_lessons.course.worker"], limits, confined=confined,
-                  env={ENVIRONMENT: result.language})
+    box = Sandbox(
+        [sys.executable, "-I", "-m", "effitrain_lessons.course.worker"],
+        limits,
+        confined=confined,
+        env={ENVIRONMENT: result.language},
+    )
     box.start()
     cell_question = {cell["id"]: cell["question"] for cell in cells}
     passed: dict[str, dict[int, bool]] = {q: {} for q in lesson.questions}
@@ -241,7 +297,9 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
                 if message.get("ok") is False and question:
                     result.questions[question].answer_error = error
                 elif message.get("ok") is False:
-                    result.notes.append(f"lesson cell {readable(str(message.get('id')))[:60]} failed: {error}")
+                    result.notes.append(
+                        f"lesson cell {readable(str(message.get('id')))[:60]} failed: {error}"
+                    )
             elif event == "flag":
                 label = str(message.get("cell", ""))
                 question = cell_question.get(label) or (label[5:] if label.startswith("test ") else label)
@@ -250,10 +308,14 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
             elif event == "tests" and outstanding is None and not queue:
                 question = message.get("question")
                 if question in lesson.questions:
-                    queue = [c for c in lesson.questions[question].cases if not c.hidden] + [{"continue": True}]
+                    queue = [c for c in lesson.questions[question].cases if not c.hidden] + [
+                        {"continue": True}
+                    ]
                     send_next()
             elif event == "cells-done" and outstanding is None and not queue:
-                queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [{"finish": True}]
+                queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [
+                    {"finish": True}
+                ]
                 send_next()
             elif event == "case" and outstanding is not None and message.get("nonce") == outstanding[0]:
                 case = outstanding[1]
@@ -279,22 +341,37 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
             if passed[name].get(case.index):
                 setattr(entry, f"{kind}_passed", getattr(entry, f"{kind}_passed") + 1)
     if outcome.output:
-        result.status, result.reason = "output", Sentence("printed more than the {limit:g} MB allowed",
-                                                          limit=limits.output_bytes / 1e6)
+        result.status, result.reason = (
+            "output",
+            Sentence("printed more than the {limit:g} MB allowed", limit=limits.output_bytes / 1e6),
+        )
     elif outcome.memory:
-        result.status, result.reason = "memory", Sentence("used more than the {limit} MiB memory cap", limit=limits.memory_mb)
+        result.status, result.reason = (
+            "memory",
+            Sentence("used more than the {limit} MiB memory cap", limit=limits.memory_mb),
+        )
     elif outcome.timed_out:
-        result.status, result.reason = "timeout", Sentence("did not finish within {limit:g} s (an endless loop?)",
-                                                           limit=limits.timeout_s)
+        result.status, result.reason = (
+            "timeout",
+            Sentence("did not finish within {limit:g} s (an endless loop?)", limit=limits.timeout_s),
+        )
     elif outcome.protocol:
         result.status, result.reason = "error", f"the submission {outcome.protocol}"
     elif not finished:
         code = outcome.returncode
-        how = (Sentence("exit code {code}", code=code) if code is not None and code >= 0
-               else Sentence("signal {signal}", signal=-code) if code else Sentence("no exit code"))
+        how = (
+            Sentence("exit code {code}", code=code)
+            if code is not None and code >= 0
+            else Sentence("signal {signal}", signal=-code)
+            if code
+            else Sentence("no exit code")
+        )
         result.status = "error"
-        result.reason = Sentence("the notebook's process ended before its tests finished ({how}): an answer may exit "
-                                 "or crash Python", how=how)
+        result.reason = Sentence(
+            "the notebook's process ended before its tests finished ({how}): an answer may exit "
+            "or crash Python",
+            how=how,
+        )
     if not finished:
         tail = outcome.stderr_head.decode("utf-8", "replace").strip().splitlines()[-3:]
         if tail:
@@ -308,13 +385,22 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
 def load_lessons(course: Path) -> dict[str, Lesson]:
     names = lesson_names(course)
     if not names:
-        raise CourseError(f"{course} holds no lessons (no lessons/NN_name.ipynb): pass --course with the course checkout.")
+        raise CourseError(
+            f"{course} holds no lessons (no lessons/NN_name.ipynb): pass --course with the course checkout."
+        )
     return {name: load_lesson(name, course) for name in names}
 
 
-def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits | None = None,
-          workers: int = DEFAULT_WORKERS, lesson: str | None = None, confined: bool = True,
-          progress: bool = False) -> list[SubmissionResult]:
+def grade(
+    paths: list[str],
+    out: str | Path,
+    course: Path = ROOT,
+    limits: Limits | None = None,
+    workers: int = DEFAULT_WORKERS,
+    lesson: str | None = None,
+    confined: bool = True,
+    progress: bool = False,
+) -> list[SubmissionResult]:
     """Grade every submission in `paths` (files, or folders searched recursively) and write the results to `out`.
 
     Raises ValueError for a path that does not exist or a batch with no candidates, CourseError when
@@ -341,10 +427,14 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(submissions), unit="notebook", desc="grading", file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(
+            total=len(submissions), unit="notebook", desc="grading", file=sys.stderr, dynamic_ncols=True
+        )
     results: list[SubmissionResult | None] = [None] * len(submissions)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(grade_one, s, lessons, limits, lesson, confined): i for i, s in enumerate(submissions)}
+        futures = {
+            pool.submit(grade_one, s, lessons, limits, lesson, confined): i for i, s in enumerate(submissions)
+        }
         try:
             for future in concurrent.futures.as_completed(futures):
                 results[futures[future]] = future.result()
@@ -365,8 +455,9 @@ def grade(paths: list[str], out: str | Path, course: Path = ROOT, limits: Limits
 
 def _complete(results, submissions):
     for result, submission in zip(results, submissions):
-        yield result or SubmissionResult(submission.name, None, "interrupted",
-                                         "the grader was stopped before this file was graded")
+        yield result or SubmissionResult(
+            submission.name, None, "interrupted", "the grader was stopped before this file was graded"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,22 +466,56 @@ def _complete(results, submissions):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = Limits()
-    parser.add_argument("submissions", nargs="+", metavar="SUBMISSION", help="notebooks, or folders of them (searched recursively)")
+    parser.add_argument(
+        "submissions",
+        nargs="+",
+        metavar="SUBMISSION",
+        help="notebooks, or folders of them (searched recursively)",
+    )
     parser.add_argument("--out", required=True, help="folder for grades.csv, results.json and feedback/")
-    parser.add_argument("--course", default=None, help="the course checkout with the solution editions and tests "
-                                                       "(default: the one this package runs from)")
-    parser.add_argument("--lesson", default=None, help="grade every submission as this lesson (e.g. 01), whatever its metadata says")
-    parser.add_argument("--timeout", type=float, default=defaults.timeout_s, help=f"seconds per submission (default {defaults.timeout_s:g})")
-    parser.add_argument("--memory", type=int, default=defaults.memory_mb, help=f"MiB of memory per submission (default {defaults.memory_mb})")
-    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help=f"submissions graded at once (default {DEFAULT_WORKERS})")
+    parser.add_argument(
+        "--course",
+        default=None,
+        help="the course checkout with the solution editions and tests "
+        "(default: the one this package runs from)",
+    )
+    parser.add_argument(
+        "--lesson",
+        default=None,
+        help="grade every submission as this lesson (e.g. 01), whatever its metadata says",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=defaults.timeout_s,
+        help=f"seconds per submission (default {defaults.timeout_s:g})",
+    )
+    parser.add_argument(
+        "--memory",
+        type=int,
+        default=defaults.memory_mb,
+        help=f"MiB of memory per submission (default {defaults.memory_mb})",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=DEFAULT_WORKERS,
+        help=f"submissions graded at once (default {DEFAULT_WORKERS})",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    parser.add_argument("--unsafe-no-sandbox", action="store_true",
-                        help="run submissions without the sandbox (UNSAFE: a submission can read and change your files)")
+    parser.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run submissions without the sandbox (UNSAFE: a submission can read and change your files)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.timeout <= 0 or args.memory < 256:
-        print("error: --workers must be at least 1, --timeout positive and --memory at least 256 MiB.", file=sys.stderr)
+        print(
+            "error: --workers must be at least 1, --timeout positive and --memory at least 256 MiB.",
+            file=sys.stderr,
+        )
         return 2
     course = course_root(args.course)
     if course is None:
@@ -411,25 +536,40 @@ def run(args: argparse.Namespace) -> int:
         for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             previous[number] = signal.signal(number, interrupted)
     try:
-        results = grade(args.submissions, args.out, course, limits, args.workers, args.lesson,
-                        confined=not args.unsafe_no_sandbox, progress=not args.quiet)
+        results = grade(
+            args.submissions,
+            args.out,
+            course,
+            limits,
+            args.workers,
+            args.lesson,
+            confined=not args.unsafe_no_sandbox,
+            progress=not args.quiet,
+        )
     except (ValueError, CourseError, SandboxUnavailable) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"interrupted: every sandbox was stopped; what was graded is in {Path(args.out) / 'grades.csv'}", file=sys.stderr)
+        print(
+            f"interrupted: every sandbox was stopped; what was graded is in {Path(args.out) / 'grades.csv'}",
+            file=sys.stderr,
+        )
         return 130
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
     for result in results:
-        print(f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} ({result.status}"
-              f"{': ' + result.reason if result.reason else ''})")
+        print(
+            f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} ({result.status}"
+            f"{': ' + result.reason if result.reason else ''})"
+        )
     print(f"wrote {Path(args.out) / 'grades.csv'} and {len(results)} feedback files")
     return 0
 
 
 def main_grade(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="effitrain grade", description="Grade learners' notebooks (README: For instructors).")
+    parser = argparse.ArgumentParser(
+        prog="effitrain grade", description="Grade learners' notebooks (README: For instructors)."
+    )
     add_arguments(parser)
     return run(parser.parse_args(argv))

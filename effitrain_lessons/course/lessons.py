@@ -29,7 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = "lessons"
 LEARNER_DIR = "notebooks"
 SOLUTIONS_DIR = "notebooks/solutions"
-TURKISH_DIR = "notebooks/tr"  # the Turkish editions: learner editions here, solution editions in its solutions/
+TURKISH_DIR = (
+    "notebooks/tr"  # the Turkish editions: learner editions here, solution editions in its solutions/
+)
 TURKISH_SOLUTIONS_DIR = "notebooks/tr/solutions"
 AUTOGRADER_DIR = "autograder"
 LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")
@@ -40,8 +42,10 @@ CHECK_CALL = re.compile(r"""grader\.check\(\s*["'](?P<name>\w+)["']\s*\)""")
 SKIPPED_CELLS = ("setup", "otter-init")  # install/import boilerplate: the grader has the package
 
 
-NO_CHECKOUT = ("{command} needs the course checkout (a clone of https://github.com/effitrain/effitrain-lessons, "
-               "with its lessons/ folder): run it there, or pass --course with the checkout's path.")
+NO_CHECKOUT = (
+    "{command} needs the course checkout (a clone of https://github.com/effitrain/effitrain-lessons, "
+    "with its lessons/ folder): run it there, or pass --course with the checkout's path."
+)
 
 
 def course_root(given: str | Path | None) -> Path | None:
@@ -146,7 +150,7 @@ class Lesson:
         """Answer cell id -> question."""
         return {cell.id: cell.answer_for for cell in self.cells if cell.answer_for}
 
-    def only(self, question: str) -> "Lesson":
+    def only(self, question: str) -> Lesson:
         """This lesson with one question: its lesson cells, and that question's answer and check."""
         cells = [cell for cell in self.cells if (cell.answer_for or cell.check_for or question) == question]
         return Lesson(self.name, cells, {question: self.questions[question]}, self.cell_ids)
@@ -163,8 +167,10 @@ def load_lesson(name: str, course: Path = ROOT) -> Lesson:
     solution_path = course / paths["solution"]
     tests_dir = course / paths["autograder"] / "tests"
     if not solution_path.is_file() or not tests_dir.is_dir():
-        raise CourseError(f"The course folder {course} has no solution edition or tests for {name}: "
-                          "run `effitrain build` (or `make notebooks`) there first.")
+        raise CourseError(
+            f"The course folder {course} has no solution edition or tests for {name}: "
+            "run `effitrain build` (or `make notebooks`) there first."
+        )
     solution = json.loads(solution_path.read_text(encoding="utf-8"))
     ids = {cell.get("id") for cell in solution["cells"]}
     learner_path = course / paths["learner"]
@@ -190,15 +196,19 @@ def load_lesson(name: str, course: Path = ROOT) -> Lesson:
             continue
         if SOLUTION_TAG in tags:
             pending.append(raw["id"])
-        setup = frozenset(tag[len(SETUP_TAG):] for tag in tags if tag.startswith(SETUP_TAG))
+        setup = frozenset(tag[len(SETUP_TAG) :] for tag in tags if tag.startswith(SETUP_TAG))
         cells.append(Cell(raw["id"], source, setup_for=setup))
     answered = {cell.answer_for for cell in cells if cell.answer_for}
     if pending or answered != set(questions):
-        raise CourseError(f"{paths['solution']} and {paths['autograder']}/tests/ disagree on the questions "
-                          f"({sorted(answered)} vs {sorted(questions)}): rebuild with `effitrain build`.")
+        raise CourseError(
+            f"{paths['solution']} and {paths['autograder']}/tests/ disagree on the questions "
+            f"({sorted(answered)} vs {sorted(questions)}): rebuild with `effitrain build`."
+        )
     unknown = {q for cell in cells for q in cell.setup_for} - set(questions)
     if unknown:
-        raise CourseError(f"{paths['solution']} tags cells {SETUP_TAG}{sorted(unknown)[0]}, which is no question of {name}.")
+        raise CourseError(
+            f"{paths['solution']} tags cells {SETUP_TAG}{sorted(unknown)[0]}, which is no question of {name}."
+        )
     return Lesson(name, cells, questions, frozenset(i for i in ids if isinstance(i, str)))
 
 
@@ -211,10 +221,14 @@ def read_test_file(path: Path) -> Question:
     path = Path(path)
     spec = None
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "test" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "test" for t in node.targets
+        ):
             spec = ast.literal_eval(node.value)
     if not isinstance(spec, dict) or "name" not in spec:
-        raise CourseError(f"{path} has no OK-format `test = {{...}}`: rebuild the autograder folder with `effitrain build`.")
+        raise CourseError(
+            f"{path} has no OK-format `test = {{...}}`: rebuild the autograder folder with `effitrain build`."
+        )
     raw_cases = []
     for suite in spec.get("suites", []):
         if suite.get("type", "doctest") != "doctest" or suite.get("setup") or suite.get("teardown"):
@@ -222,8 +236,16 @@ def read_test_file(path: Path) -> Question:
         raw_cases += suite.get("cases", [])
     points = _case_points(spec.get("points"), [case.get("points") for case in raw_cases])
     try:
-        cases = [Case(spec["name"], i, doctest_to_source(case["code"], f"{path.name} case {i}"), bool(case.get("hidden")), p)
-                 for i, (case, p) in enumerate(zip(raw_cases, points))]
+        cases = [
+            Case(
+                spec["name"],
+                i,
+                doctest_to_source(case["code"], f"{path.name} case {i}"),
+                bool(case.get("hidden")),
+                p,
+            )
+            for i, (case, p) in enumerate(zip(raw_cases, points))
+        ]
     except ValueError as error:
         raise CourseError(str(error)) from None
     return Question(spec["name"], float(sum(points)), cases, bool(spec.get("all_or_nothing", False)))

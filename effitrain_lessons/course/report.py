@@ -55,12 +55,25 @@ def write_results(results, out: Path) -> None:
     questions = sorted({question for result in results for question in result.questions})
     table = io.StringIO()
     writer = csv.writer(table)
-    writer.writerow(["file", "lesson", *questions, "total", "possible", "status", "reason", "flags", "feedback"])
+    writer.writerow(
+        ["file", "lesson", *questions, "total", "possible", "status", "reason", "flags", "feedback"]
+    )
     names = feedback_names([result.file for result in results])
     for result, name in zip(results, names):
         cells = [number(result.questions[q].points) if q in result.questions else "" for q in questions]
-        writer.writerow([clean(result.file), result.lesson or "", *cells, number(result.total), number(result.possible),
-                         result.status, clean(result.reason), clean("; ".join(result.flags)), f"feedback/{name}"])
+        writer.writerow(
+            [
+                clean(result.file),
+                result.lesson or "",
+                *cells,
+                number(result.total),
+                number(result.possible),
+                result.status,
+                clean(result.reason),
+                clean("; ".join(result.flags)),
+                f"feedback/{name}",
+            ]
+        )
     _write(out / "grades.csv", table.getvalue())
     feedback = out / "feedback"
     feedback.mkdir(exist_ok=True)
@@ -89,24 +102,44 @@ def feedback_text(result) -> str:
     def said(text) -> str:
         return clean(in_language(text, language))
 
-    lines = [_("{file}: {total} of {possible} points ({lesson})").format(
-        file=clean(result.file), total=number(result.total), possible=number(result.possible),
-        lesson=result.lesson or _("lesson unknown"))]
+    lines = [
+        _("{file}: {total} of {possible} points ({lesson})").format(
+            file=clean(result.file),
+            total=number(result.total),
+            possible=number(result.possible),
+            lesson=result.lesson or _("lesson unknown"),
+        )
+    ]
     if result.status != "graded" or result.reason:
         lines.append(_("Note: {reason}.").format(reason=said(result.reason) or result.status))
     for question in result.questions.values():
         lines.append("")
-        lines.append(_("{question}: {points} of {possible} points").format(
-            question=question.name, points=number(question.points), possible=number(question.possible)))
+        lines.append(
+            _("{question}: {points} of {possible} points").format(
+                question=question.name, points=number(question.points), possible=number(question.possible)
+            )
+        )
         if question.missing:
-            lines.append("  " + _("The answer cell is missing from the submission (it was deleted or its id changed)."))
+            lines.append(
+                "  " + _("The answer cell is missing from the submission (it was deleted or its id changed).")
+            )
         if question.answer_error:
-            lines.append("  " + _("Your answer cell raised {error}").format(error=said(question.answer_error)))
+            lines.append(
+                "  " + _("Your answer cell raised {error}").format(error=said(question.answer_error))
+            )
         if question.public_total or question.hidden_total:
-            lines.append("  " + _("public tests: {passed} of {total} passed").format(
-                passed=question.public_passed, total=question.public_total))
-            lines.append("  " + _("hidden tests: {passed} of {total} passed").format(
-                passed=question.hidden_passed, total=question.hidden_total))
+            lines.append(
+                "  "
+                + _("public tests: {passed} of {total} passed").format(
+                    passed=question.public_passed, total=question.public_total
+                )
+            )
+            lines.append(
+                "  "
+                + _("hidden tests: {passed} of {total} passed").format(
+                    passed=question.hidden_passed, total=question.hidden_total
+                )
+            )
         else:
             lines.append("  " + _("no test ran"))
         for message in question.public_messages[:3]:

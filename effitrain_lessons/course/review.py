@@ -14,29 +14,158 @@ from __future__ import annotations
 import ast
 import builtins
 
-SYSTEM_MODULES = frozenset({
-    "os", "sys", "subprocess", "ctypes", "gc", "inspect", "builtins", "importlib", "threading", "_thread",
-    "multiprocessing", "signal", "socket", "shutil", "pathlib", "io", "pickle", "marshal", "types", "atexit",
-    "code", "codeop", "doctest", "unittest", "otter", "IPython", "ipykernel", "json", "pty", "resource", "mmap",
-    "sysconfig", "site", "runpy", "tempfile", "glob", "fcntl", "posix", "_posixsubprocess", "faulthandler",
-    "tracemalloc", "dis", "pdb", "bdb", "traceback", "weakref", "asyncio", "select", "urllib", "http", "requests",
-})
+SYSTEM_MODULES = frozenset(
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "ctypes",
+        "gc",
+        "inspect",
+        "builtins",
+        "importlib",
+        "threading",
+        "_thread",
+        "multiprocessing",
+        "signal",
+        "socket",
+        "shutil",
+        "pathlib",
+        "io",
+        "pickle",
+        "marshal",
+        "types",
+        "atexit",
+        "code",
+        "codeop",
+        "doctest",
+        "unittest",
+        "otter",
+        "IPython",
+        "ipykernel",
+        "json",
+        "pty",
+        "resource",
+        "mmap",
+        "sysconfig",
+        "site",
+        "runpy",
+        "tempfile",
+        "glob",
+        "fcntl",
+        "posix",
+        "_posixsubprocess",
+        "faulthandler",
+        "tracemalloc",
+        "dis",
+        "pdb",
+        "bdb",
+        "traceback",
+        "weakref",
+        "asyncio",
+        "select",
+        "urllib",
+        "http",
+        "requests",
+    }
+)
 GRADER_MODULES = ("effitrain_lessons.course",)
-MODULE_NAMES = frozenset({"torch", "np", "numpy", "transformers", "accelerate", "effitrain_lessons", "functools",
-                          "math", "operator", "itertools", "collections"}) | SYSTEM_MODULES
-RISKY_CALLS = frozenset({"eval", "exec", "compile", "__import__", "globals", "vars", "setattr", "delattr", "open",
-                         "breakpoint", "get_ipython", "input", "memoryview", "locals"})
-INTERNALS = frozenset({
-    "__globals__", "__code__", "__closure__", "__dict__", "__class__", "__subclasses__", "__bases__", "__mro__",
-    "__builtins__", "__self__", "__func__", "__defaults__", "__kwdefaults__", "__loader__", "__spec__",
-    "f_back", "f_globals", "f_locals", "f_builtins", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next",
-    "__traceback__", "co_code", "__getattribute__", "__setattr__", "__init_subclass__", "__set_name__",
-})
-COMPARISON_DUNDERS = frozenset({
-    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__bool__", "__len__", "__contains__",
-    "__instancecheck__", "__subclasscheck__", "__class__", "__getattr__", "__getattribute__", "__index__",
-    "__int__", "__float__", "__torch_function__", "__torch_dispatch__", "__array__", "__array_function__",
-})
+MODULE_NAMES = (
+    frozenset(
+        {
+            "torch",
+            "np",
+            "numpy",
+            "transformers",
+            "accelerate",
+            "effitrain_lessons",
+            "functools",
+            "math",
+            "operator",
+            "itertools",
+            "collections",
+        }
+    )
+    | SYSTEM_MODULES
+)
+RISKY_CALLS = frozenset(
+    {
+        "eval",
+        "exec",
+        "compile",
+        "__import__",
+        "globals",
+        "vars",
+        "setattr",
+        "delattr",
+        "open",
+        "breakpoint",
+        "get_ipython",
+        "input",
+        "memoryview",
+        "locals",
+    }
+)
+INTERNALS = frozenset(
+    {
+        "__globals__",
+        "__code__",
+        "__closure__",
+        "__dict__",
+        "__class__",
+        "__subclasses__",
+        "__bases__",
+        "__mro__",
+        "__builtins__",
+        "__self__",
+        "__func__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__loader__",
+        "__spec__",
+        "f_back",
+        "f_globals",
+        "f_locals",
+        "f_builtins",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "tb_frame",
+        "tb_next",
+        "__traceback__",
+        "co_code",
+        "__getattribute__",
+        "__setattr__",
+        "__init_subclass__",
+        "__set_name__",
+    }
+)
+COMPARISON_DUNDERS = frozenset(
+    {
+        "__eq__",
+        "__ne__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__hash__",
+        "__bool__",
+        "__len__",
+        "__contains__",
+        "__instancecheck__",
+        "__subclasscheck__",
+        "__class__",
+        "__getattr__",
+        "__getattribute__",
+        "__index__",
+        "__int__",
+        "__float__",
+        "__torch_function__",
+        "__torch_dispatch__",
+        "__array__",
+        "__array_function__",
+    }
+)
 SHELL_MAGICS = frozenset({"system", "getoutput", "run_line_magic", "run_cell_magic"})
 BENIGN_MAGICS = frozenset({"time", "timeit", "matplotlib", "pinfo", "who", "whos"})
 BUILTIN_NAMES = frozenset(name for name in dir(builtins) if not name.startswith("_"))
@@ -90,7 +219,11 @@ def review_answer(source: str) -> list[str]:
             if node.func.id == "get_ipython":
                 continue  # judged with the magic it runs, below
             note(f"calls {node.func.id}()")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in SHELL_MAGICS:
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in SHELL_MAGICS
+        ):
             magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
             if node.func.attr in ("system", "getoutput"):
                 note("runs shell commands (!)")
@@ -103,8 +236,11 @@ def review_answer(source: str) -> list[str]:
         elif isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign)):
-                    names = [item.name] if not isinstance(item, ast.Assign) else \
-                        [t.id for t in item.targets if isinstance(t, ast.Name)]
+                    names = (
+                        [item.name]
+                        if not isinstance(item, ast.Assign)
+                        else [t.id for t in item.targets if isinstance(t, ast.Name)]
+                    )
                     for name in names:
                         if name in COMPARISON_DUNDERS:
                             note(f"defines {name} on a class")
@@ -187,8 +323,11 @@ def defined_and_used(source: str) -> tuple[set[str], set[str]]:
     defined = _top_level_bindings(tree)
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-            targets = [node.target] if isinstance(node, (ast.For, ast.AsyncFor)) else \
-                [item.optional_vars for item in node.items if item.optional_vars is not None]
+            targets = (
+                [node.target]
+                if isinstance(node, (ast.For, ast.AsyncFor))
+                else [item.optional_vars for item in node.items if item.optional_vars is not None]
+            )
             for target in targets:
                 defined |= {leaf.id for leaf in _leaves(target) if isinstance(leaf, ast.Name)}
         elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
@@ -197,12 +336,20 @@ def defined_and_used(source: str) -> tuple[set[str], set[str]]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             arguments = node.args
-            for arg in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]:
+            for arg in [
+                *arguments.posonlyargs,
+                *arguments.args,
+                *arguments.kwonlyargs,
+                arguments.vararg,
+                arguments.kwarg,
+            ]:
                 if arg is not None:
                     local.add(arg.arg)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             local.add(node.id)
         elif isinstance(node, ast.comprehension):
             local |= {leaf.id for leaf in _leaves(node.target) if isinstance(leaf, ast.Name)}
-    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    used = {
+        node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
     return defined, used - local - BUILTIN_NAMES

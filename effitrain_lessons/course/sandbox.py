@@ -41,7 +41,7 @@ POLL = 0.25  # seconds between memory readings and deadline checks
 MESSAGE_BYTES = 1 << 20  # one message from the sandbox, at most
 HEAD_BYTES = 16 << 10  # what is kept of each output stream, for the instructor's results
 SANDBOX_UID = 65534
-LIVE: set["Sandbox"] = set()  # every sandbox started and not yet stopped
+LIVE: set[Sandbox] = set()  # every sandbox started and not yet stopped
 _LIVE_LOCK = threading.Lock()
 STOPPING = threading.Event()  # set by stop_all: a sandbox that starts after it is stopped at once
 
@@ -96,24 +96,47 @@ def sandbox_problem() -> str | None:
 
 def _probe() -> str | None:
     if not sys.platform.startswith("linux"):
-        return (f"Grading needs a sandbox, and bubblewrap runs only on Linux (this is {sys.platform}): grade on "
-                "Linux, or pass --unsafe-no-sandbox to run submissions unconfined.")
+        return (
+            f"Grading needs a sandbox, and bubblewrap runs only on Linux (this is {sys.platform}): grade on "
+            "Linux, or pass --unsafe-no-sandbox to run submissions unconfined."
+        )
     if bwrap_path() is None:
-        return ("Grading needs bubblewrap for its sandbox: install it (`sudo apt-get install bubblewrap` on Debian "
-                "or Ubuntu, or `make sandbox` in the course checkout) or pass --unsafe-no-sandbox to run submissions unconfined.")
+        return (
+            "Grading needs bubblewrap for its sandbox: install it (`sudo apt-get install bubblewrap` on Debian "
+            "or Ubuntu, or `make sandbox` in the course checkout) or pass --unsafe-no-sandbox to run submissions unconfined."
+        )
     try:
-        done = subprocess.run(bwrap_command([sys.executable, "-I", "-c", "import effitrain_lessons"], Limits(), {}),
-                              capture_output=True, timeout=60)
+        done = subprocess.run(
+            bwrap_command([sys.executable, "-I", "-c", "import effitrain_lessons"], Limits(), {}),
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as error:
         return f"bubblewrap is installed but could not start a sandbox ({error}); pass --unsafe-no-sandbox to grade unconfined."
     if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
-        return (f"bubblewrap is installed but could not start a sandbox ({reason[0][:200]}): this machine may forbid "
-                "unprivileged user namespaces; pass --unsafe-no-sandbox to grade unconfined.")
+        return (
+            f"bubblewrap is installed but could not start a sandbox ({reason[0][:200]}): this machine may forbid "
+            "unprivileged user namespaces; pass --unsafe-no-sandbox to grade unconfined."
+        )
     return None
 
 
-NEVER_SHOWN = ("/", "/tmp", "/var", "/var/tmp", "/home", "/root", "/srv", "/opt", "/mnt", "/media", "/run", "/usr", "/etc")
+NEVER_SHOWN = (
+    "/",
+    "/tmp",
+    "/var",
+    "/var/tmp",
+    "/home",
+    "/root",
+    "/srv",
+    "/opt",
+    "/mnt",
+    "/media",
+    "/run",
+    "/usr",
+    "/etc",
+)
 
 
 def visible_paths() -> list[Path]:
@@ -130,10 +153,24 @@ def visible_paths() -> list[Path]:
     import effitrain_lessons
 
     package = Path(effitrain_lessons.__file__).resolve().parent
-    course = package.parent if (package.parent / "autograder").is_dir() or (package.parent / "lessons").is_dir() else None
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
-                  os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))), *site.getsitepackages()]
-    candidates += [path for key, path in sysconfig.get_paths().items() if key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    course = (
+        package.parent
+        if (package.parent / "autograder").is_dir() or (package.parent / "lessons").is_dir()
+        else None
+    )
+    candidates = [
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))),
+        *site.getsitepackages(),
+    ]
+    candidates += [
+        path
+        for key, path in sysconfig.get_paths().items()
+        if key in ("stdlib", "platstdlib", "purelib", "platlib")
+    ]
     candidates.append(str(package))
     never = {Path(p) for p in NEVER_SHOWN} | {Path.home().resolve()}
     chosen: set[Path] = set()
@@ -161,16 +198,44 @@ GROUP = f"learner:x:{SANDBOX_UID}:\n"
 HOSTS = "127.0.0.1 localhost sandbox\n::1 localhost\n"
 
 
-def bwrap_command(command: list[str], limits: Limits, env: dict[str, str], data_fds: dict[str, int] | None = None) -> list[str]:
+def bwrap_command(
+    command: list[str], limits: Limits, env: dict[str, str], data_fds: dict[str, int] | None = None
+) -> list[str]:
     """The bwrap command line that runs `command` in the sandbox (see the module's docstring)."""
-    args = [bwrap_path() or "bwrap", "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent",
-            "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", "sandbox",
-            "--cap-drop", "ALL", "--clearenv"]
+    args = [
+        bwrap_path() or "bwrap",
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+    ]
     # The scratch first: a checkout (and so the package) may itself live under /tmp, and binds made
     # after this land on top of the tmpfs, where a bind made before it would be hidden.
     size = str(limits.scratch_mb << 20)
-    args += ["--dev", "/dev", "--proc", "/proc", "--size", size, "--tmpfs", "/tmp",
-             "--size", str(min(64, limits.scratch_mb) << 20), "--tmpfs", "/dev/shm"]
+    args += [
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        size,
+        "--tmpfs",
+        "/tmp",
+        "--size",
+        str(min(64, limits.scratch_mb) << 20),
+        "--tmpfs",
+        "/dev/shm",
+    ]
     args += ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         path = Path("/") / name
@@ -193,13 +258,29 @@ def bwrap_command(command: list[str], limits: Limits, env: dict[str, str], data_
 def sandbox_env(limits: Limits, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The whole environment inside a sandbox: nothing is inherited from the grader."""
     threads = str(max(1, limits.threads))
-    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "learner",
-           "LOGNAME": "learner", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "MPLBACKEND": "Agg",
-           "MPLCONFIGDIR": "/tmp/.matplotlib", "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads,
-           "OPENBLAS_NUM_THREADS": threads, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1",
-           "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HOME": "/tmp/.cache/huggingface",
-           "HF_HUB_DISABLE_TELEMETRY": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-           "PYTHONIOENCODING": "utf-8:backslashreplace"}
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "USER": "learner",
+        "LOGNAME": "learner",
+        "LANG": "C.UTF-8",
+        "LC_ALL": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "MPLCONFIGDIR": "/tmp/.matplotlib",
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": "/tmp/.cache/huggingface",
+        "HF_HUB_DISABLE_TELEMETRY": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONIOENCODING": "utf-8:backslashreplace",
+    }
     env.update(extra or {})
     return env
 
@@ -216,7 +297,7 @@ class Cgroup:
         self.version = version
 
     @classmethod
-    def create(cls, name: str, memory_bytes: int, pids: int) -> "Cgroup | None":
+    def create(cls, name: str, memory_bytes: int, pids: int) -> Cgroup | None:
         """A new cgroup under the grader's own, or None where this machine does not let us make one."""
         for make in (cls._create_v2, cls._create_v1):
             try:
@@ -431,8 +512,9 @@ class Sandbox:
         self._stopped = False
         self.cgroup = None
         if self.limits.cgroup:
-            self.cgroup = Cgroup.create(f"effitrain-{os.getpid()}-{id(self):x}", self.limits.memory_mb << 20,
-                                        self.limits.pids)
+            self.cgroup = Cgroup.create(
+                f"effitrain-{os.getpid()}-{id(self):x}", self.limits.memory_mb << 20, self.limits.pids
+            )
         self.outcome.memory_method = f"cgroup v{self.cgroup.version}" if self.cgroup else "PSS"
         report_read, report_write = os.pipe()
         env = sandbox_env(self.limits, {**self.env, "EFFITRAIN_REPORT_FD": str(report_write)})
@@ -440,7 +522,12 @@ class Sandbox:
         data_pipes = []
         if self.confined:
             data_fds = {}
-            for name, text in (("passwd", PASSWD), ("group", GROUP), ("hosts", HOSTS), ("hostname", "sandbox\n")):
+            for name, text in (
+                ("passwd", PASSWD),
+                ("group", GROUP),
+                ("hosts", HOSTS),
+                ("hostname", "sandbox\n"),
+            ):
                 read, write = os.pipe()
                 os.write(write, text.encode())
                 os.close(write)
@@ -453,15 +540,28 @@ class Sandbox:
         else:
             argv = list(self.command)
             self._scratch = tempfile.mkdtemp(prefix="effitrain-scratch-")
-            child_env = {**env, "HOME": self._scratch, "TMPDIR": self._scratch, "MPLCONFIGDIR": self._scratch,
-                         "HF_HOME": self._scratch + "/hf"}
+            child_env = {
+                **env,
+                "HOME": self._scratch,
+                "TMPDIR": self._scratch,
+                "MPLCONFIGDIR": self._scratch,
+                "HF_HOME": self._scratch + "/hf",
+            }
             cwd = self._scratch
         if self.cgroup is not None:
             join = " && ".join(f'echo $$ > "{path}"' for path in self.cgroup.procs_files)
             argv = ["/bin/sh", "-c", f'{join} && exec "$@"', "sh", *argv]
         try:
-            self.process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                            pass_fds=keep, env=child_env, cwd=cwd, start_new_session=True)
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=keep,
+                env=child_env,
+                cwd=cwd,
+                start_new_session=True,
+            )
         finally:
             os.close(report_write)
             for fd in data_pipes:
@@ -473,8 +573,10 @@ class Sandbox:
             stopping = STOPPING.is_set()  # stop_all ran while this one was starting: it missed it
         if stopping:
             self.kill()
-        self._drains = [threading.Thread(target=self._drain, args=(stream, n), daemon=True)
-                        for n, stream in ((1, self.process.stdout), (2, self.process.stderr))]
+        self._drains = [
+            threading.Thread(target=self._drain, args=(stream, n), daemon=True)
+            for n, stream in ((1, self.process.stdout), (2, self.process.stderr))
+        ]
         for thread in self._drains:
             thread.start()
         self.deadline = time.monotonic() + self.limits.timeout_s
@@ -491,7 +593,7 @@ class Sandbox:
             with self._lock:
                 head = self._heads[number]
                 if len(head) < HEAD_BYTES:
-                    head += chunk[:HEAD_BYTES - len(head)]
+                    head += chunk[: HEAD_BYTES - len(head)]
                 self._output_total += len(chunk)
                 over = self._output_total > self.limits.output_bytes
             if over and not self.outcome.output:

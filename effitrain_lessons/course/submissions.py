@@ -50,7 +50,9 @@ def find_submissions(arguments: list[str]) -> list[Submission]:
         try:
             info = os.lstat(path)
         except OSError:
-            raise ValueError(f"{readable(str(raw))} does not exist: pass notebook files, or folders that contain them.") from None
+            raise ValueError(
+                f"{readable(str(raw))} does not exist: pass notebook files, or folders that contain them."
+            ) from None
         if stat.S_ISDIR(info.st_mode):
             found += _walk(path, Path())
         else:
@@ -68,7 +70,11 @@ def _walk(folder: Path, relative: Path) -> list[Submission]:
     try:
         entries = sorted(os.scandir(folder), key=lambda e: os.fsencode(e.name))
     except OSError as error:
-        return [Submission(None, readable(str(relative or folder)), f"is a folder that cannot be read ({error.strerror})")]
+        return [
+            Submission(
+                None, readable(str(relative or folder)), f"is a folder that cannot be read ({error.strerror})"
+            )
+        ]
     found = []
     for entry in entries:
         name = relative / entry.name
@@ -95,7 +101,9 @@ def _candidate(path: Path, name: Path, info: os.stat_result) -> Submission:
     if not path.name.lower().endswith(".ipynb"):
         return Submission(path, shown, "is not an .ipynb notebook")
     if info.st_size > MAX_BYTES:
-        return Submission(path, shown, f"is larger than {MAX_BYTES >> 20} MB: clear its outputs and submit it again")
+        return Submission(
+            path, shown, f"is larger than {MAX_BYTES >> 20} MB: clear its outputs and submit it again"
+        )
     return Submission(path, shown)
 
 
@@ -142,7 +150,11 @@ def code_cells(notebook: dict) -> dict[str, str]:
     """Cell id -> source of every well-formed code cell (other cells and odd entries are ignored)."""
     found = {}
     for cell in notebook.get("cells", []):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code" or not isinstance(cell.get("id"), str):
+        if (
+            not isinstance(cell, dict)
+            or cell.get("cell_type") != "code"
+            or not isinstance(cell.get("id"), str)
+        ):
             continue
         source = cell.get("source", "")
         if isinstance(source, list):
@@ -153,7 +165,11 @@ def code_cells(notebook: dict) -> dict[str, str]:
 
 
 def cell_ids(notebook: dict) -> set[str]:
-    return {cell["id"] for cell in notebook.get("cells", []) if isinstance(cell, dict) and isinstance(cell.get("id"), str)}
+    return {
+        cell["id"]
+        for cell in notebook.get("cells", [])
+        if isinstance(cell, dict) and isinstance(cell.get("id"), str)
+    }
 
 
 def edition_language(notebook: dict) -> str:
@@ -167,7 +183,9 @@ def edition_language(notebook: dict) -> str:
     return code if isinstance(code, str) and code in LANGUAGES else DEFAULT
 
 
-def identify(notebook: dict, lessons: dict[str, Lesson], override: str | None = None) -> tuple[str | None, str]:
+def identify(
+    notebook: dict, lessons: dict[str, Lesson], override: str | None = None
+) -> tuple[str | None, str]:
     """Which lesson the notebook answers, checked against its cells; or None and why not.
 
     The lesson is `override` (`--lesson`), else the one its metadata names; either way, the
@@ -176,8 +194,10 @@ def identify(notebook: dict, lessons: dict[str, Lesson], override: str | None = 
     """
     names = sorted(lessons)
     ids = cell_ids(notebook)
-    exclusive = {name: lessons[name].cell_ids - set().union(*(lessons[o].cell_ids for o in names if o != name))
-                 for name in names}
+    exclusive = {
+        name: lessons[name].cell_ids - set().union(*(lessons[o].cell_ids for o in names if o != name))
+        for name in names
+    }
     matches = {name: len(ids & exclusive[name]) for name in names}
     best = max(names, key=lambda n: matches[n]) if names else None
     if best is not None and list(matches.values()).count(matches[best]) > 1:
@@ -194,12 +214,17 @@ def identify(notebook: dict, lessons: dict[str, Lesson], override: str | None = 
         except ValueError:
             source = "--lesson" if override is not None else "its metadata"
             return None, f"names lesson {readable(named)[:60]!r} in {source}, which this course does not have"
-        said = f"is to be graded as lesson {named} (--lesson {override})" if override is not None else \
-            f"names lesson {named} in its metadata"
+        said = (
+            f"is to be graded as lesson {named} (--lesson {override})"
+            if override is not None
+            else f"names lesson {named} in its metadata"
+        )
         if matches[named] == 0:
             if best is not None and matches[best] > 0:
-                return None, (f"{said}, but its cells are lesson {best}'s: it was made from another lesson's notebook "
-                              f"(pass --lesson {best} if that is the lesson it answers)")
+                return None, (
+                    f"{said}, but its cells are lesson {best}'s: it was made from another lesson's notebook "
+                    f"(pass --lesson {best} if that is the lesson it answers)"
+                )
             return None, f"{said}, but none of its cells belongs to that lesson"
         if best is not None and best != named and matches[best] > matches[named]:
             return None, f"{said}, but most of its cells are lesson {best}'s"

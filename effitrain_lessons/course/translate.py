@@ -44,9 +44,18 @@ HEADER = {
     "Plural-Forms": "nplurals=2; plural=(n != 1);",
 }
 # Comments that are instructions to a tool, not text: Otter Assign's, the build's `#@save`, linters'.
-DIRECTIVE = re.compile(r"(@save|(BEGIN |END )?(SOLUTION|PROMPT)( NO PROMPT)?|HIDDEN|IGNORE|SEED|noqa\b.*|type: .*)")
+DIRECTIVE = re.compile(
+    r"(@save|(BEGIN |END )?(SOLUTION|PROMPT)( NO PROMPT)?|HIDDEN|IGNORE|SEED|noqa\b.*|type: .*)"
+)
 FENCE = re.compile(r"^ {0,3}(```+|~~~+)")
-RUNTIME_CALLS = {"_": 1, "N_": 1, "phrase": 1, "say": 1, "nphrase": 2, "Sentence": 1}  # name -> how many leading message arguments
+RUNTIME_CALLS = {
+    "_": 1,
+    "N_": 1,
+    "phrase": 1,
+    "say": 1,
+    "nphrase": 2,
+    "Sentence": 1,
+}  # name -> how many leading message arguments
 LESSON_CALLS = {"phrase": 1, "say": 1, "nphrase": 2}
 FUZZY_MATCH = 0.5  # how alike an old English must be to the new one for its translation to come back, fuzzy
 
@@ -147,7 +156,9 @@ def lesson_messages(master: dict, name: str) -> list[Message]:
         if cell["cell_type"] == "markdown":
             for block in markdown_blocks(source):
                 if is_fence(block):
-                    messages += [Message(cell.get("id"), text, where) for *_, text in comments(_fence_body(block))]
+                    messages += [
+                        Message(cell.get("id"), text, where) for *_, text in comments(_fence_body(block))
+                    ]
                 elif has_words(block):
                     messages.append(Message(cell.get("id"), block, where))
         elif cell["cell_type"] == "code":
@@ -177,18 +188,35 @@ def _unique(messages: list[Message]) -> list[Message]:
 def _calls(tree: ast.AST, names: dict[str, int], where: str) -> list[Message]:
     """The messages of the calls in `tree`, in the order of the source."""
     found = []
-    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    calls = sorted(
+        (n for n in ast.walk(tree) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
+    )
     for node in calls:
-        func = node.func.id if isinstance(node.func, ast.Name) else node.func.attr if isinstance(node.func, ast.Attribute) else None
-        strings = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in node.args]
+        func = (
+            node.func.id
+            if isinstance(node.func, ast.Name)
+            else node.func.attr
+            if isinstance(node.func, ast.Attribute)
+            else None
+        )
+        strings = [
+            a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in node.args
+        ]
         if func in names and strings[: names[func]] and all(s is not None for s in strings[: names[func]]):
             plural = strings[1] if names[func] == 2 else None
             found.append(Message(None, strings[0], where, plural))
         if func == "Table" and node.args and isinstance(node.args[0], ast.List):
-            found += [Message(None, e.value, where) for e in node.args[0].elts
-                      if isinstance(e, ast.Constant) and isinstance(e.value, str) and has_words(e.value)]
+            found += [
+                Message(None, e.value, where)
+                for e in node.args[0].elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str) and has_words(e.value)
+            ]
         for keyword in node.keywords:
-            if keyword.arg == "title" and isinstance(keyword.value, ast.Constant) and isinstance(keyword.value.value, str):
+            if (
+                keyword.arg == "title"
+                and isinstance(keyword.value, ast.Constant)
+                and isinstance(keyword.value.value, str)
+            ):
                 found.append(Message(None, keyword.value.value, where))
     return found
 
@@ -202,7 +230,9 @@ def runtime_messages(root: Path) -> list[Message]:
         if "/lesson_code/" in relative:
             continue  # the lessons' saved cells: read from the lessons themselves
         tree = ast.parse(path.read_text(encoding="utf-8"), relative)
-        messages += _calls(tree, RUNTIME_CALLS, relative)  # a file, no line numbers: they move with every edit
+        messages += _calls(
+            tree, RUNTIME_CALLS, relative
+        )  # a file, no line numbers: they move with every edit
     for master in sorted((root / "lessons").glob("[0-9][0-9]_*.ipynb")):
         notebook = json.loads(master.read_text(encoding="utf-8"))
         for cell in notebook["cells"]:
@@ -218,8 +248,10 @@ def runtime_messages(root: Path) -> list[Message]:
     merged: dict[tuple[str, str | None], list[Message]] = {}
     for message in messages:
         merged.setdefault((message.text, message.plural), []).append(message)
-    return [Message(None, text, " ".join(dict.fromkeys(m.where for m in group)), plural)
-            for (text, plural), group in merged.items()]
+    return [
+        Message(None, text, " ".join(dict.fromkeys(m.where for m in group)), plural)
+        for (text, plural), group in merged.items()
+    ]
 
 
 def _without_magics(source: str) -> str:
@@ -304,7 +336,11 @@ def catalogs(root: Path):
     root = Path(root)
     for name in lesson_names(root):
         master = json.loads((root / LESSONS_DIR / f"{name}.ipynb").read_text(encoding="utf-8"))
-        yield catalog_path(root, name), lesson_messages(master, name), f"{CATALOG_DIR}/{name}.po (lesson {name})"
+        yield (
+            catalog_path(root, name),
+            lesson_messages(master, name),
+            f"{CATALOG_DIR}/{name}.po (lesson {name})",
+        )
     yield root / PACKAGE_CATALOG, runtime_messages(root), PACKAGE_CATALOG
 
 
@@ -322,26 +358,37 @@ def problems(catalog, messages: list[Message], label: str) -> list[str]:
         short = _short(message.text)
         if entry is None:
             if message.context is not None and message.context in orphaned:
-                found.append(f"{label}: {where}: stale: the English changed since this cell was translated; "
-                             f"no entry for \u201c{short}\u201d")
+                found.append(
+                    f"{label}: {where}: stale: the English changed since this cell was translated; "
+                    f"no entry for \u201c{short}\u201d"
+                )
             else:
                 found.append(f"{label}: {where}: missing: no entry for \u201c{short}\u201d")
         elif "fuzzy" in entry.flags:
-            found.append(f"{label}: {where}: stale: the English changed since \u201c{short}\u201d was translated "
-                         "(revise the entry and remove its fuzzy flag)")
+            found.append(
+                f"{label}: {where}: stale: the English changed since \u201c{short}\u201d was translated "
+                "(revise the entry and remove its fuzzy flag)"
+            )
         elif not (entry.msgstr or (entry.msgstr_plural and all(entry.msgstr_plural.values()))):
             found.append(f"{label}: {where}: missing: \u201c{short}\u201d is not translated")
-        elif message.context is None and _fields(entry.msgid) != _fields(entry.msgstr or entry.msgstr_plural.get(0, "")):
-            found.append(f"{label}: {where}: the translation of \u201c{short}\u201d must use the same "
-                         f"{{fields}} as the English: {sorted(_fields(entry.msgid))}")
+        elif message.context is None and _fields(entry.msgid) != _fields(
+            entry.msgstr or entry.msgstr_plural.get(0, "")
+        ):
+            found.append(
+                f"{label}: {where}: the translation of \u201c{short}\u201d must use the same "
+                f"{{fields}} as the English: {sorted(_fields(entry.msgid))}"
+            )
     return found
 
 
 def unused(catalog, messages: list[Message]) -> list[str]:
     """The entries no English uses any more (what `effitrain extract` would drop)."""
     used = {(message.context, message.text) for message in messages}
-    return [f"{entry.msgctxt or ''}: \u201c{_short(entry.msgid)}\u201d" for entry in catalog
-            if not entry.obsolete and (entry.msgctxt, entry.msgid) not in used]
+    return [
+        f"{entry.msgctxt or ''}: \u201c{_short(entry.msgid)}\u201d"
+        for entry in catalog
+        if not entry.obsolete and (entry.msgctxt, entry.msgid) not in used
+    ]
 
 
 def _short(text: str) -> str:
@@ -373,8 +420,11 @@ def translated_master(master: dict, name: str, root: Path) -> dict:
     label = f"{CATALOG_DIR}/{name}.po (lesson {name})"
     found = problems(catalog, lesson_messages(master, name), label)
     if found:
-        raise CatalogError("\n".join(found + [f"Run `make catalogs`, translate what is new in {CATALOG_DIR}/, "
-                                               "then build again."]))
+        raise CatalogError(
+            "\n".join(
+                found + [f"Run `make catalogs`, translate what is new in {CATALOG_DIR}/, then build again."]
+            )
+        )
     table = {(entry.msgctxt, entry.msgid): entry.msgstr for entry in catalog if not entry.obsolete}
     result = json.loads(json.dumps(master))
     for cell in result["cells"]:
@@ -387,7 +437,9 @@ def translated_master(master: dict, name: str, root: Path) -> dict:
                     lines = block.split("\n")
                     body = replace_comments(_fence_body(block), lambda t, c=context: table[c, t])
                     closing = [lines[-1]] if len(lines) > 1 and FENCE.match(lines[-1]) else []
-                    blocks.append("\n".join([lines[0], body, *closing]) if body else "\n".join([lines[0], *closing]))
+                    blocks.append(
+                        "\n".join([lines[0], body, *closing]) if body else "\n".join([lines[0], *closing])
+                    )
                 elif has_words(block):
                     blocks.append(table[context, block])
                 else:
@@ -409,7 +461,9 @@ def compiled_runtime_catalog(root: Path) -> bytes:
     catalog = read_catalog(Path(root) / PACKAGE_CATALOG)
     found = problems(catalog, runtime_messages(root), PACKAGE_CATALOG)
     if found:
-        raise CatalogError("\n".join(found + ["Run `make catalogs`, translate what is new, then build again."]))
+        raise CatalogError(
+            "\n".join(found + ["Run `make catalogs`, translate what is new, then build again."])
+        )
     with tempfile.TemporaryDirectory(prefix="effitrain-mo-") as temp:
         target = Path(temp) / "catalog.mo"
         catalog.save_as_mofile(str(target))
@@ -419,14 +473,21 @@ def compiled_runtime_catalog(root: Path) -> bytes:
 # ---------------------------------------------------------------------------------------------
 # `effitrain extract`
 
-DESCRIPTION = ("Bring the translation catalogs in step with the English: lessons/tr/*.po for the lessons' text, "
-               f"{PACKAGE_CATALOG} for what the package and the lessons' cells show. New messages get empty "
-               "entries, changed ones their old translation marked fuzzy; then `effitrain build` names what is "
-               "left to translate.")
+DESCRIPTION = (
+    "Bring the translation catalogs in step with the English: lessons/tr/*.po for the lessons' text, "
+    f"{PACKAGE_CATALOG} for what the package and the lessons' cells show. New messages get empty "
+    "entries, changed ones their old translation marked fuzzy; then `effitrain build` names what is "
+    "left to translate."
+)
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--course", type=Path, default=None, help="the course checkout (default: the one this package runs from)")
+    parser.add_argument(
+        "--course",
+        type=Path,
+        default=None,
+        help="the course checkout (default: the one this package runs from)",
+    )
 
 
 def run(args) -> int:
@@ -448,4 +509,3 @@ def run(args) -> int:
     for line in left:
         print("  " + line)
     return 0
-

@@ -35,49 +35,156 @@ import sys
 import types
 
 # Modules whose attributes tests rely on: snapshotted around every answer cell and test case.
-WATCHED_EXACT = ("builtins", "sys", "os", "os.path", "functools", "inspect", "math", "operator", "torch",
-                 "torch.nn.modules.module", "torch.nn.functional", "numpy")
-WATCHED_PREFIXES = ("effitrain_lessons", "otter", "torch.testing", "torch.utils.checkpoint", "torch.autograd",
-                    "torch.distributed", "torch.utils.flop_counter", "accelerate", "json", "doctest", "unittest",
-                    "IPython.core")
-CLASS_OWNERS = ("effitrain_lessons", "otter", "torch.testing", "torch.utils.checkpoint", "torch.autograd", "IPython.core")
+WATCHED_EXACT = (
+    "builtins",
+    "sys",
+    "os",
+    "os.path",
+    "functools",
+    "inspect",
+    "math",
+    "operator",
+    "torch",
+    "torch.nn.modules.module",
+    "torch.nn.functional",
+    "numpy",
+)
+WATCHED_PREFIXES = (
+    "effitrain_lessons",
+    "otter",
+    "torch.testing",
+    "torch.utils.checkpoint",
+    "torch.autograd",
+    "torch.distributed",
+    "torch.utils.flop_counter",
+    "accelerate",
+    "json",
+    "doctest",
+    "unittest",
+    "IPython.core",
+)
+CLASS_OWNERS = (
+    "effitrain_lessons",
+    "otter",
+    "torch.testing",
+    "torch.utils.checkpoint",
+    "torch.autograd",
+    "IPython.core",
+)
 # Attributes that legitimately change as cells run (set by IPython, or by Python on errors).
-VOLATILE = frozenset({"last_type", "last_value", "last_traceback", "last_exc", "_", "__", "___", "ps1", "ps2"})
+VOLATILE = frozenset(
+    {"last_type", "last_value", "last_traceback", "last_exc", "_", "__", "___", "ps1", "ps2"}
+)
 MESSAGE_CHARS = 500
 
 # Audit events that answer code has no business raising (a flag each, unless an import raised it).
 REACH = {
-    "sys.settrace": "sets a trace function", "sys.setprofile": "sets a profile function",
-    "sys.addaudithook": "adds an audit hook", "sys._current_frames": "reads other threads' frames",
-    "gc.get_objects": "walks the garbage collector's objects", "gc.get_referrers": "walks object referrers",
-    "gc.get_referents": "walks object referents", "ctypes.dlopen": "loads a C library",
-    "ctypes.dlsym": "looks up a C symbol", "ctypes.cdata": "reads raw memory", "ctypes.addressof": "reads raw memory",
-    "subprocess.Popen": "starts a program", "os.system": "runs a shell command", "os.exec": "replaces the process",
-    "os.posix_spawn": "starts a program", "os.spawn": "starts a program", "os.fork": "forks the process",
-    "os.forkpty": "forks the process", "os.kill": "sends a signal", "os.killpg": "sends a signal",
-    "pty.spawn": "starts a terminal", "socket.connect": "opens a network connection", "socket.bind": "listens on a socket",
-    "code.__new__": "builds code objects", "marshal.loads": "loads marshalled code", "marshal.load": "loads marshalled code",
-    "sys.monitoring.register_callback": "registers a monitoring callback", "os.chdir": "changes the working folder",
-    "os.remove": "deletes files", "os.rename": "moves files", "os.rmdir": "deletes folders", "shutil.rmtree": "deletes folders",
+    "sys.settrace": "sets a trace function",
+    "sys.setprofile": "sets a profile function",
+    "sys.addaudithook": "adds an audit hook",
+    "sys._current_frames": "reads other threads' frames",
+    "gc.get_objects": "walks the garbage collector's objects",
+    "gc.get_referrers": "walks object referrers",
+    "gc.get_referents": "walks object referents",
+    "ctypes.dlopen": "loads a C library",
+    "ctypes.dlsym": "looks up a C symbol",
+    "ctypes.cdata": "reads raw memory",
+    "ctypes.addressof": "reads raw memory",
+    "subprocess.Popen": "starts a program",
+    "os.system": "runs a shell command",
+    "os.exec": "replaces the process",
+    "os.posix_spawn": "starts a program",
+    "os.spawn": "starts a program",
+    "os.fork": "forks the process",
+    "os.forkpty": "forks the process",
+    "os.kill": "sends a signal",
+    "os.killpg": "sends a signal",
+    "pty.spawn": "starts a terminal",
+    "socket.connect": "opens a network connection",
+    "socket.bind": "listens on a socket",
+    "code.__new__": "builds code objects",
+    "marshal.loads": "loads marshalled code",
+    "marshal.load": "loads marshalled code",
+    "sys.monitoring.register_callback": "registers a monitoring callback",
+    "os.chdir": "changes the working folder",
+    "os.remove": "deletes files",
+    "os.rename": "moves files",
+    "os.rmdir": "deletes folders",
+    "shutil.rmtree": "deletes folders",
 }
 # During test cases the tests themselves start processes and open sockets (lesson 4): only these count.
-REACH_DURING_TESTS = frozenset({"sys.settrace", "sys.setprofile", "sys.addaudithook", "sys._current_frames",
-                                "gc.get_objects", "gc.get_referrers", "gc.get_referents", "ctypes.dlopen",
-                                "ctypes.cdata", "ctypes.addressof", "code.__new__", "marshal.loads", "marshal.load"})
-PROC_PRIVATE = ("/mem", "/environ", "/fd", "/maps", "/cmdline", "/root", "/cwd", "/exe", "/task", "/stack", "/syscall")
+REACH_DURING_TESTS = frozenset(
+    {
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "sys._current_frames",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "ctypes.dlopen",
+        "ctypes.cdata",
+        "ctypes.addressof",
+        "code.__new__",
+        "marshal.loads",
+        "marshal.load",
+    }
+)
+PROC_PRIVATE = (
+    "/mem",
+    "/environ",
+    "/fd",
+    "/maps",
+    "/cmdline",
+    "/root",
+    "/cwd",
+    "/exe",
+    "/task",
+    "/stack",
+    "/syscall",
+)
 
 
 def _machinery(report_fd: int):
     """The worker's functions, closed over their own references (see the module's docstring)."""
-    write, read, exit_now, isabs, realpath, isdir, sep = os.write, os.read, os._exit, os.path.isabs, \
-        os.path.realpath, os.path.isdir, os.sep
+    write, read, exit_now, isabs, realpath, isdir, sep = (
+        os.write,
+        os.read,
+        os._exit,
+        os.path.isabs,
+        os.path.realpath,
+        os.path.isdir,
+        os.sep,
+    )
     exec_, compile_, dumps, loads = builtins.exec, builtins.compile, json.dumps, json.loads
-    type_, isinstance_, str_, bytes_, int_, float_, bool_, tuple_ = type, isinstance, str, bytes, int, float, bool, tuple
-    len_, list_, dict_, set_, any_, sorted_, callable_, repr_ = len, list, dict, set, any, sorted, callable, repr
+    type_, isinstance_, str_, bytes_, int_, float_, bool_, tuple_ = (
+        type,
+        isinstance,
+        str,
+        bytes,
+        int,
+        float,
+        bool,
+        tuple,
+    )
+    len_, list_, dict_, set_, any_, sorted_, callable_, repr_ = (
+        len,
+        list,
+        dict,
+        set,
+        any,
+        sorted,
+        callable,
+        repr,
+    )
     getattr_, setattr_, delattr_, frozenset_ = getattr, setattr, delattr, frozenset
     BaseException_ = BaseException
-    ModuleType, FunctionType, MethodType, PartialType = types.ModuleType, types.FunctionType, types.MethodType, \
-        functools.partial
+    ModuleType, FunctionType, MethodType, PartialType = (
+        types.ModuleType,
+        types.FunctionType,
+        types.MethodType,
+        functools.partial,
+    )
     modules, builtins_module, builtins_dict = sys.modules, builtins, builtins.__dict__
     getframe = sys._getframe
     type_name, type_qualname = type.__dict__["__name__"].__get__, type.__dict__["__qualname__"].__get__
@@ -86,7 +193,12 @@ def _machinery(report_fd: int):
     builtin_names = frozenset(name for name in pristine if not name.startswith("_"))
     library = tuple_(realpath(p) + sep for p in sys.path if p and isdir(p))
     watched_exact, watched_prefixes, class_owners = frozenset(WATCHED_EXACT), WATCHED_PREFIXES, CLASS_OWNERS
-    volatile, reach, reach_during_tests, proc_private = VOLATILE, dict(REACH), REACH_DURING_TESTS, PROC_PRIVATE
+    volatile, reach, reach_during_tests, proc_private = (
+        VOLATILE,
+        dict(REACH),
+        REACH_DURING_TESTS,
+        PROC_PRIVATE,
+    )
 
     state = {"inbox": b"", "watching": None, "in_hook": False, "shell_builtins": {}}
     flagged = set_()
@@ -94,7 +206,7 @@ def _machinery(report_fd: int):
     def send(message):
         data = (dumps(message, ensure_ascii=True) + "\n").encode("ascii")
         while data:
-            data = data[write(report_fd, data):]
+            data = data[write(report_fd, data) :]
 
     def command():
         while b"\n" not in state["inbox"]:
@@ -164,10 +276,15 @@ def _machinery(report_fd: int):
         classes = {}
         for name, (module, contents) in watched.items():
             for value in contents.values():
-                if isinstance_(value, type_) and str_(value.__dict__.get("__module__", "")).startswith(class_owners):
+                if isinstance_(value, type_) and str_(value.__dict__.get("__module__", "")).startswith(
+                    class_owners
+                ):
                     classes[value] = dict_(value.__dict__)
         torch = modules.get("torch")  # never imported here: that would change what is being recorded
-        for cls in (getattr_(torch, "Tensor", None), getattr_(getattr_(torch, "_C", None), "TensorBase", None)):
+        for cls in (
+            getattr_(torch, "Tensor", None),
+            getattr_(getattr_(torch, "_C", None), "TensorBase", None),
+        ):
             if isinstance_(cls, type_):
                 classes[cls] = dict_(cls.__dict__)
         return {"modules": watched, "classes": classes, "imported": frozenset_(modules)}
@@ -254,7 +371,11 @@ def _machinery(report_fd: int):
         name = type_name(kind)
         if type_(kind) is not type_ or kind.__dict__.get("__module__", "builtins") != "builtins":
             return name  # a class from the answer or a library: its message could say anything
-        parts = [a if type_(a) is str_ else repr_(a) for a in exception_args(error) if type_(a) in (str_, int_, float_, bool_)]
+        parts = [
+            a if type_(a) is str_ else repr_(a)
+            for a in exception_args(error)
+            if type_(a) in (str_, int_, float_, bool_)
+        ]
         text = ", ".join(parts)
         return f"{name}: {text}"[:MESSAGE_CHARS] if text else name
 
@@ -295,7 +416,10 @@ def _machinery(report_fd: int):
             state["watching"] = None
         changed = restore(before)
         if changed:
-            passed, message = False, "the code under test changed what the tests rely on: " + "; ".join(changed[:3])
+            passed, message = (
+                False,
+                "the code under test changed what the tests rely on: " + "; ".join(changed[:3]),
+            )
             for what in changed:
                 flag("test " + question, what + " during a test")
         return passed, message
@@ -305,7 +429,9 @@ def _machinery(report_fd: int):
             order = command()
             if "case" not in order:
                 return
-            passed, message = run_case(namespace, str_(order.get("code", "")), str_(order.get("question", "")))
+            passed, message = run_case(
+                namespace, str_(order.get("code", "")), str_(order.get("question", ""))
+            )
             send({"event": "case", "nonce": order["case"], "passed": passed, "message": message})
 
     def main():
