@@ -9,8 +9,8 @@ editions, in four kinds taken in turn (so a class of 30 has 7-8 of each per less
 - broken: every answer cell raises (a name the lesson does not define) or fails to parse.
 
 `bench_grading` grades the class with the defaults (`effitrain grade`'s sandbox, 2 workers) and,
-on its own, one solved lesson-01 submission (median of 3). Goals: a class of 30 learners (210 notebooks of seven lessons) in at
-most 20 minutes, one lesson-01 submission in at most 15 s.
+on its own, one solved lesson-01 submission (median of 3). Goals: a class of 30 learners (210
+notebooks of seven lessons) in at most 20 minutes, one lesson-01 submission in at most 15 s.
 """
 
 from __future__ import annotations

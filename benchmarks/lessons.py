@@ -35,7 +35,9 @@ PEAK_PROBE = """\
 import json as _json, resource as _resource
 _hwm = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")]
 print("EFFITRAIN-PEAK " + _json.dumps({
-    "kernel_peak_rss": int(_hwm[0].split()[1]) * 1024 if _hwm else _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss * 1024,
+    "kernel_peak_rss": (
+        int(_hwm[0].split()[1]) if _hwm else _resource.getrusage(_resource.RUSAGE_SELF).ru_maxrss
+    ) * 1024,
     "children_peak_rss": _resource.getrusage(_resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
 }))
 """

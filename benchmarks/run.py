@@ -127,7 +127,10 @@ def figures(results: dict) -> dict[str, float]:
         for key in ("synchronizations", "allreduce_calls", "megabytes", "ms_per_step"):
             out[f"lesson 5 {row['run']} ({row['steps']} steps) {key}"] = row[key]
     for row in results.get("plan", []):
-        key = f"plan {row['model']} s={row['s']} b={row['b']} {row['attention']} checkpointing {row['checkpointing']}"
+        key = (
+            f"plan {row['model']} s={row['s']} b={row['b']} {row['attention']} checkpointing "
+            f"{row['checkpointing']}"
+        )
         out[f"{key} ratio"] = row["ratio"]
     for label, seconds in results.get("imports", {}).items():
         out[f"import {label} s"] = seconds
@@ -199,15 +202,15 @@ def markdown(results: dict) -> str:
         lines += [
             "## 1. Each lesson, Run All in a fresh kernel",
             "",
-            f"Wall time of Run All: median of {repeats} runs. Memory: the largest of the runs. "
-            f"Goals: each lesson at most {GOAL_LESSON_S:.0f} s and 1 GiB (Binder guarantees 1 GB), all lessons "
-            f"together at most {GOAL_TOTAL_S / 60:.0f} min.",
+            f"Wall time of Run All: median of {repeats} runs. Memory: the largest of the runs. Goals: each "
+            f"lesson at most {GOAL_LESSON_S:.0f} s and 1 GiB (Binder guarantees 1 GB), all lessons together "
+            f"at most {GOAL_TOTAL_S / 60:.0f} min.",
             "",
             "- *kernel peak RSS*: the kernel process's own peak (`VmHWM`, exact);",
-            "- *workers' peak RSS*: the largest peak among processes the kernel started and waited for (`getrusage`; "
-            "a forked worker's RSS counts the pages it shares with the kernel);",
-            "- *whole-lesson peak PSS*: kernel and workers together at their busiest moment (sampled every 0.5 s; "
-            "PSS splits shared copy-on-write pages, so forked workers are not double-counted);",
+            "- *workers' peak RSS*: the largest peak among processes the kernel started and waited for "
+            "(`getrusage`; a forked worker's RSS counts the pages it shares with the kernel);",
+            "- *whole-lesson peak PSS*: kernel and workers together at their busiest moment (sampled every "
+            "0.5 s; PSS splits shared copy-on-write pages, so forked workers are not double-counted);",
             "- *first output*: from asking for a kernel to the first cell's reply.",
             "",
         ]
@@ -318,9 +321,9 @@ def markdown(results: dict) -> str:
         lines += [
             "### Segments on lesson 1's deep stack, against sqrt(n)",
             "",
-            f"{s['n_blocks']} blocks (Linear + Tanh, width 256, batch 64), checkpointed in k segments for every divisor k. "
-            f"Chen et al. 2016: memory O(n/k + k), least at k = sqrt(n) = {s['sqrt_n']:.2f}. "
-            f"Measured least memory at k = {s['best_k']} ({mib(s['kept_bytes_best'])} kept"
+            f"{s['n_blocks']} blocks (Linear + Tanh, width 256, batch 64), checkpointed in k segments for "
+            "every divisor k. Chen et al. 2016: memory O(n/k + k), least at k = sqrt(n) = "
+            f"{s['sqrt_n']:.2f}. Measured least memory at k = {s['best_k']} ({mib(s['kept_bytes_best'])} kept"
             + (f", against {mib(s['kept_bytes_k1'])} with one segment" if s.get("kept_bytes_k1") else "")
             + f"), for {s['flops_ratio_best']:.3f}x the FLOPs.",
             "",
@@ -335,9 +338,8 @@ def markdown(results: dict) -> str:
             "### Local SGD against data parallel",
             "",
             f"Lesson 4's setting: 2 processes, {results['local_sgd'][0]['steps']} micro-batches of 16 each, "
-            "1-layer tiny BERT. Counted per process by "
-            "instrumentation (DDP comm hook, wrapped `all_reduce`); the rule is `steps` for data parallel and "
-            "floor(steps / K) + 1 for Local SGD.",
+            "1-layer tiny BERT. Counted per process by instrumentation (DDP comm hook, wrapped "
+            "`all_reduce`); the rule is `steps` for data parallel and floor(steps / K) + 1 for Local SGD.",
             "",
         ]
         lines += table(
@@ -370,12 +372,13 @@ def markdown(results: dict) -> str:
         lines += [
             "### DiLoCo against Local SGD and data parallel",
             "",
-            f"Lesson 5's setting: 2 processes, {results['diloco'][0]['steps']} micro-batches of 16 each, 1-layer tiny "
-            "BERT; DiLoCo with the paper's outer optimizer (SGD, lr 0.7, Nesterov momentum 0.9); the last two rows are "
-            "H = 1 with outer lr 1 and no momentum (Local SGD's K = 1), one all-reduce per tensor against one flat "
-            "buffer. The rule is `steps` for data parallel, floor(steps / K) + 1 for Local SGD, floor(steps / H) for "
-            "DiLoCo; ms in all-reduce is per synchronization, in the process that arrived last (median). Two seeds "
-            "of data parallel show the noise a loss difference must exceed.",
+            f"Lesson 5's setting: 2 processes, {results['diloco'][0]['steps']} micro-batches of 16 each, "
+            "1-layer tiny BERT; DiLoCo with the paper's outer optimizer (SGD, lr 0.7, Nesterov momentum "
+            "0.9); the last two rows are H = 1 with outer lr 1 and no momentum (Local SGD's K = 1), one "
+            "all-reduce per tensor against one flat buffer. The rule is `steps` for data parallel, "
+            "floor(steps / K) + 1 for Local SGD, floor(steps / H) for DiLoCo; ms in all-reduce is per "
+            "synchronization, in the process that arrived last (median). Two seeds of data parallel show "
+            "the noise a loss difference must exceed.",
             "",
         ]
         lines += table(
@@ -424,7 +427,8 @@ def markdown(results: dict) -> str:
         if results.get("lessons"):
             lines += [
                 "",
-                "Time to the first cell's output in a fresh kernel is the *first output* column of section 1.",
+                "Time to the first cell's output in a fresh "
+                "kernel is the *first output* column of section 1.",
             ]
         lines.append("")
     if results.get("grading"):
@@ -436,10 +440,10 @@ def markdown(results: dict) -> str:
         lines += [
             "## 4. Grading a class",
             "",
-            f"`effitrain grade` with its defaults (bubblewrap sandbox, 2 workers) on {g['learners']} learners x every "
-            f"lesson = {g['notebooks']} notebooks, in four kinds taken in turn: solved, blank, partly solved (the first "
-            "question), broken (answers that raise or do not parse). Each submission runs only the cells its questions "
-            "need, never the lesson's trainings.",
+            f"`effitrain grade` with its defaults (bubblewrap sandbox, 2 workers) on {g['learners']} "
+            f"learners x every lesson = {g['notebooks']} notebooks, in four kinds taken in turn: solved, "
+            "blank, partly solved (the first question), broken (answers that raise or do not parse). Each "
+            "submission runs only the cells its questions need, never the lesson's trainings.",
             "",
             f"- the class: **{g['class_s'] / 60:.1f} min** ({g['per_notebook_s']:.1f} s per notebook; "
             f"{'meets' if class_ok else '**misses**'} the {GOAL_CLASS_S / 60:.0f}-minute goal); statuses: "
@@ -469,11 +473,11 @@ def markdown(results: dict) -> str:
         lines += [
             "## 5. The planner (`effitrain plan`, lesson 6) against measurement",
             "",
-            '`effitrain_lessons.plan.estimate(..., device="cpu")` against the bytes saved for backward, measured as '
-            "lesson 1 measures them (saved-tensor hooks, each storage once), for real widths at a few layers, fp32, "
-            "dropout as the config has it, with and without full checkpointing, eager and SDPA attention. Goal: "
-            "within 10 %. Parameters, gradients and AdamW state: the estimate against the tensors counted after one "
-            "real AdamW step (goal: equal).",
+            '`effitrain_lessons.plan.estimate(..., device="cpu")` against the bytes saved for backward, '
+            "measured as lesson 1 measures them (saved-tensor hooks, each storage once), for real widths "
+            "at a few layers, fp32, dropout as the config has it, with and without full checkpointing, "
+            "eager and SDPA attention. Goal: within 10 %. Parameters, gradients and AdamW state: the "
+            "estimate against the tensors counted after one real AdamW step (goal: equal).",
             "",
         ]
         lines += table(

@@ -139,7 +139,7 @@ def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) 
     configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
     runs = launch(configs, train, num_processes=num_processes, timeout=900)
     rows = []
-    for config, reports in zip(configs, runs):
+    for reports in runs:  # one list of reports per configuration
         row = summary(reports)
         rows.append(
             {

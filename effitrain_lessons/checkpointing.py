@@ -131,7 +131,7 @@ class PolicyLog:
 
     @property
     def kept_bytes(self) -> int:
-        return sum(nbytes for _, _, nbytes in self.kept)
+        return sum(nbytes for _op, _shape, nbytes in self.kept)
 
 
 def log_policy(policy: Callable) -> tuple[Callable, PolicyLog]:
@@ -188,7 +188,8 @@ def two_matmuls(x: torch.Tensor, w1: torch.Tensor, w2: torch.Tensor) -> torch.Te
 def two_matmuls_inputs(
     batch: int = 32, width: int = 64, hidden: int = 128, seed: int = 0
 ) -> dict[str, torch.Tensor]:
-    """x (batch x width), w1 (width x hidden) and w2 (hidden x width) for `two_matmuls`; w1, w2 require grad."""
+    """x (batch x width), w1 (width x hidden) and w2 (hidden x width) for `two_matmuls`; w1, w2
+    require grad."""
     whole_numbers(batch=batch, width=width, hidden=hidden)
     generator = torch.Generator().manual_seed(seed)
     return {
@@ -220,7 +221,10 @@ def deep_stack(n_blocks: int = 36, width: int = 256, seed: int = 0) -> torch.nn.
     with torch.random.fork_rng(devices=[]):  # seeded weights, the caller's random state untouched
         torch.manual_seed(seed)
         return torch.nn.Sequential(
-            *[torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh()) for _ in range(n_blocks)]
+            *[
+                torch.nn.Sequential(torch.nn.Linear(width, width), torch.nn.Tanh())
+                for _block in range(n_blocks)
+            ]
         )
 
 

@@ -156,7 +156,8 @@ def info_lines() -> list[str]:
 
 
 def edition_folder(folder: Path, language: str) -> Path:
-    """Where the lessons in `language` go in a folder of lessons: the folder itself for English, else its `<language>/`."""
+    """Where the lessons in `language` go in a folder of lessons: the folder itself for English,
+    else its `<language>/`."""
     return folder if language == DEFAULT else folder / language
 
 
@@ -180,8 +181,8 @@ def run_lab(args: argparse.Namespace) -> int:
         if not any(source.glob(LESSON_FILES)):
             print(
                 phrase(
-                    "This installation has no lessons in {folder}: install a version of effitrain-lessons that "
-                    "carries them, or build them in a checkout with `effitrain build`.",
+                    "This installation has no lessons in {folder}: install a version of effitrain-lessons "
+                    "that carries them, or build them in a checkout with `effitrain build`.",
                     folder=source,
                 ),
                 file=sys.stderr,
@@ -200,8 +201,8 @@ def run_lab(args: argparse.Namespace) -> int:
         again = "effitrain lab" if language == DEFAULT else f"effitrain lab --lang {language}"
         print(
             phrase(
-                "JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then run "
-                "`{command}` again (your lessons are in {folder}).",
+                "JupyterLab is not installed in this Python: `pip install 'effitrain-lessons[lab]'`, then "
+                "run `{command}` again (your lessons are in {folder}).",
                 command=again,
                 folder=directory,
             ),
@@ -229,7 +230,8 @@ def run_info(args: argparse.Namespace) -> int:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    """`effitrain plan MODEL`: the estimate's breakdown, and a verdict for each GPU asked for (default: every preset)."""
+    """`effitrain plan MODEL`: the estimate's breakdown, and a verdict for each GPU asked for
+    (default: every preset)."""
     import dataclasses
 
     from effitrain_lessons import plan

@@ -204,9 +204,10 @@ def results(runs: list[list[ProcessReport]]) -> Table:
         rows,
         notes=[
             _(
-                "Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo (there is "
-                "no average on exit). ms in all-reduce per sync: the median over the synchronizations, in the "
-                "process that arrived last (data parallel's all-reduces run inside backward and are not timed)."
+                "Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo "
+                "(there is no average on exit). ms in all-reduce per sync: the median over the "
+                "synchronizations, in the process that arrived last (data parallel's all-reduces run inside "
+                "backward and are not timed)."
             )
         ],
     )

@@ -184,7 +184,8 @@ def plot_diloco_losses(
         ax.set_ylim(low - (high - low) * strip / (1 - strip), high)
         ax.set_yticks(values)
         what = _(
-            "training step (faint: each step; bold: mean of the last 8 steps; ticks: where a run synchronized)"
+            "training step (faint: each step; bold: mean of "
+            "the last 8 steps; ticks: where a run synchronized)"
         )
     else:
         what = _("training step (faint: each step; bold: mean of the last 8 steps)")

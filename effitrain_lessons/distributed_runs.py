@@ -122,7 +122,7 @@ class ProcessReport:
 
     @property
     def allreduce_bytes(self) -> int:
-        return sum(size for _, size in self.gradient_allreduces + self.parameter_allreduces)
+        return sum(size for _when, size in self.gradient_allreduces + self.parameter_allreduces)
 
     @property
     def synchronizations(self) -> int:
@@ -134,8 +134,8 @@ class ProcessReport:
     @property
     def sync_steps(self) -> list[int]:
         """The step of each synchronization (-1: LocalSGD's average on exit, in lesson runs)."""
-        gradient_steps = {step for step, _ in self.gradient_allreduces}
-        parameter_rounds = {round_ for round_, _ in self.parameter_allreduces}
+        gradient_steps = {step for step, _size in self.gradient_allreduces}
+        parameter_rounds = {round_ for round_, _size in self.parameter_allreduces}
         return sorted(list(gradient_steps) + [self.round_steps[r] for r in parameter_rounds])
 
     @property

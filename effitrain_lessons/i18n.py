@@ -78,7 +78,8 @@ def phrase(template: str, /, **values) -> str:
 
 
 def nphrase(singular: str, plural: str, n: int, /, **values) -> str:
-    """`singular` or `plural`, whichever `n` asks for in the language in use, with `n` and `values` filled in."""
+    """`singular` or `plural`, whichever `n` asks for in the language in use, with `n` and `values`
+    filled in."""
     code = language()
     if code == DEFAULT:
         chosen = singular if n == 1 else plural

@@ -102,9 +102,9 @@ def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
         rows,
         notes=[
             _(
-                "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps for "
-                "data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB sent: "
-                "all-reduced by process 0."
+                "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps "
+                "for data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB "
+                "sent: all-reduced by process 0."
             )
         ],
     )

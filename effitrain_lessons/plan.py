@@ -86,7 +86,8 @@ def bundled_models() -> list[str]:
 
 
 def _read_config(model) -> tuple[str, dict]:
-    """(name, config dict) for a bundled name, a folder with a config.json, a .json file or a config object."""
+    """(name, config dict) for a bundled name, a folder with a config.json, a .json file or a config
+    object."""
     if hasattr(model, "to_dict"):
         return getattr(model, "name_or_path", "") or model.model_type, model.to_dict()
     if isinstance(model, dict):
@@ -102,7 +103,8 @@ def _read_config(model) -> tuple[str, dict]:
         if not path.is_file():
             raise ValueError(
                 phrase(
-                    "There is no model {name!r} here: use one of {known}, or give a folder that holds a config.json.",
+                    "There is no model {name!r} here: use one of "
+                    "{known}, or give a folder that holds a config.json.",
                     name=text,
                     known=", ".join(bundled_models()),
                 )
@@ -161,7 +163,7 @@ def build(model, attention: str = "sdpa", seed: int = 0, **overrides):
     """
     import torch
 
-    _, settings = _read_config(model)
+    _name, settings = _read_config(model)
     config = _config({**settings, **overrides}, attention)
     torch.manual_seed(seed)
     built = _builder(config.model_type).from_config(config)
@@ -223,7 +225,8 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
 
 @dataclass(frozen=True)
 class Settings:
-    """One training setup. `batch` is the effective batch: `accumulation` micro-batches of batch / accumulation."""
+    """One training setup. `batch` is the effective batch: `accumulation` micro-batches of
+    batch / accumulation."""
 
     batch: int = field(default=8, metadata={"help": "sequences per optimizer step (the effective batch)"})
     seq: int = field(default=128, metadata={"help": "tokens per sequence"})
@@ -234,7 +237,9 @@ class Settings:
     master_weights: bool = field(
         default=True,
         metadata={
-            "help": "with bf16/fp16: keep an fp32 copy of the weights and fp32 optimizer state (mixed precision)"
+            "help": (
+                "with bf16/fp16: keep an fp32 copy of the weights and fp32 optimizer state (mixed precision)"
+            )
         },
     )
     optimizer: str = field(default="adamw", metadata={"help": "the optimizer", "choices": OPTIMIZERS})

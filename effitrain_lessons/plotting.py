@@ -27,7 +27,8 @@ from matplotlib.figure import Figure
 
 from effitrain_lessons.i18n import N_
 
-# The keys are what the measurements call each status and part, and the legends' words (translated when drawn).
+# The keys are what the measurements call each status and part, and the legends' words (translated
+# when drawn).
 STATUS_COLOURS = {
     N_("stored"): "#3a9e6f",  # kept in memory from the forward pass to the backward pass
     N_("deleted"): "#d4d4d4",  # freed after the forward pass and not needed again

@@ -34,8 +34,8 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
     if not can_fork():
         raise RuntimeError(
             _(
-                "This platform cannot fork processes (Windows): run the lesson's training in a terminal instead, "
-                "with torchrun --nproc_per_node 2 -m effitrain_lessons.local_sgd --cpu."
+                "This platform cannot fork processes (Windows): run the lesson's training in a terminal "
+                "instead, with torchrun --nproc_per_node 2 -m effitrain_lessons.local_sgd --cpu."
             )
         )
     if isinstance(num_processes, bool) or not isinstance(num_processes, int) or not 2 <= num_processes <= 8:

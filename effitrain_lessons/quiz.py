@@ -37,7 +37,8 @@ def quiz(*questions: quizzes.Question):
     if not questions or not all(isinstance(q, quizzes.Question) for q in questions):
         raise TypeError(
             _(
-                "quiz takes Question(...) objects, e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...'))."
+                "quiz takes Question(...) objects, "
+                "e.g. quiz(Question('2 + 2?', ['3', '4'], answer=1, why='...'))."
             )
         )
     import ipywidgets as widgets
@@ -58,10 +59,10 @@ def quiz(*questions: quizzes.Question):
 
         def check(_button, question=question, choice=choice, result=result) -> None:
             colour = "#1a7f37" if choice.value == question.answer else "#cf222e"
-            picked = (
-                "" if choice.value is None else f"{quizzes.letter(choice.value)}) "
-            )  # which click this answers
-            result.value = f"<span style='color: {colour}'>{picked}{_inline_code(question.feedback(choice.value))}</span>"
+            # which click this answers
+            picked = "" if choice.value is None else f"{quizzes.letter(choice.value)}) "
+            feedback = _inline_code(question.feedback(choice.value))
+            result.value = f"<span style='color: {colour}'>{picked}{feedback}</span>"
 
         button.on_click(check)
         prompt = widgets.HTML(f"<b>{number}.</b> {_inline_code(_(question.prompt))}")

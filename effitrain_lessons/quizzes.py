@@ -76,7 +76,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "Parameters and gradients exist whether or not a step runs; the saved activations are what checkpointing removes."
+                "Parameters and gradients exist whether or not a step runs; the saved activations are what "
+                "checkpointing removes."
             ),
         ),
         Question(
@@ -88,7 +89,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=0,
             why=N_(
-                "FlopCounterMode counts matrix products, never elementwise work, in the forward and the backward pass."
+                "FlopCounterMode counts matrix products, never "
+                "elementwise work, in the forward and the backward pass."
             ),
         ),
         Question(
@@ -100,14 +102,16 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=2,
             why=N_(
-                'The real MRPC needs a network; the generated pairs have its shape, and `load_mrpc(source="hub")` loads the real one online.'
+                "The real MRPC needs a network; the generated pairs have its shape, and "
+                '`load_mrpc(source="hub")` loads the real one online.'
             ),
         ),
     ),
     "01": (
         Question(
             N_(
-                "With `checkpoint(abc, x, weight, use_reentrant=False)`, how many times is B computed in one training step?"
+                "With `checkpoint(abc, x, weight, use_reentrant=False)`, "
+                "how many times is B computed in one training step?"
             ),
             [
                 N_("once"),
@@ -116,7 +120,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "Checkpoint deletes A and B after the forward pass and reruns `abc` in the backward pass to get them back."
+                "Checkpoint deletes A and B after the forward pass and "
+                "reruns `abc` in the backward pass to get them back."
             ),
         ),
         Question(
@@ -128,22 +133,26 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=2,
             why=N_(
-                "That cache is why saved-tensor hooks see nothing and `trace_step` looks at what stays alive instead."
+                "That cache is why saved-tensor hooks see nothing "
+                "and `trace_step` looks at what stays alive instead."
             ),
         ),
         Question(
             N_(
-                "A chain of 36 equal blocks, checkpointed with `checkpoint_sequential`. Which number of segments keeps the least activation memory?"
+                "A chain of 36 equal blocks, checkpointed with `checkpoint_sequential`. Which number of "
+                "segments keeps the least activation memory?"
             ),
             ["6", "1", "36"],
             answer=0,
             why=N_(
-                "Memory goes as n/k + k, smallest at k = sqrt(36) = 6; k = 36 keeps every block's input, as much as no checkpointing."
+                "Memory goes as n/k + k, smallest at k = sqrt(36) = 6; k = 36 keeps every block's input, as "
+                "much as no checkpointing."
             ),
         ),
         Question(
             N_(
-                "You call `model.eval()` on a BERT with checkpointing enabled, then run forward and backward. What does checkpointing save?"
+                "You call `model.eval()` on a BERT with checkpointing enabled, then run forward and "
+                "backward. What does checkpointing save?"
             ),
             [
                 N_("the same as in `train()` mode"),
@@ -160,12 +169,14 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             [N_("when `Trainer(...)` is built"), N_("when `train()` starts"), N_("when `evaluate()` runs")],
             answer=1,
             why=N_(
-                "Section 3 printed `False` once the trainer was built and `True` after `train()`: measure the model after training starts."
+                "Section 3 printed `False` once the trainer was built and `True` after `train()`: measure "
+                "the model after training starts."
             ),
         ),
         Question(
             N_(
-                "Same seed, same data: what does checkpointing change in the accuracy and F1 the model reaches?"
+                "Same seed, same data: what does checkpointing "
+                "change in the accuracy and F1 the model reaches?"
             ),
             [
                 N_("it lowers them a little, as a price for the memory"),
@@ -174,7 +185,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "Checkpointing recomputes the same values it deleted, so the gradients and the metrics agree (section 4 measured both runs)."
+                "Checkpointing recomputes the same values it deleted, so the gradients and the metrics agree "
+                "(section 4 measured both runs)."
             ),
         ),
         Question(
@@ -196,14 +208,16 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=2,
             why=N_(
-                "`evaluation_strategy` was removed in transformers 4.51; `gradient_checkpointing=True` still works but warns."
+                "`evaluation_strategy` was removed in transformers 4.51; "
+                "`gradient_checkpointing=True` still works but warns."
             ),
         ),
     ),
     "03": (
         Question(
             N_(
-                "Inside `accelerator.accumulate(model)` with 2 accumulation steps, what does `optimizer.step()` do on the first micro-batch?"
+                "Inside `accelerator.accumulate(model)` with 2 accumulation steps, what does "
+                "`optimizer.step()` do on the first micro-batch?"
             ),
             [
                 N_("it updates the weights with half the gradient"),
@@ -212,7 +226,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "The prepared optimizer steps only when the gradients are synchronized, on the last micro-batch; the scheduler follows it."
+                "The prepared optimizer steps only when the gradients are synchronized, on the last "
+                "micro-batch; the scheduler follows it."
             ),
         ),
         Question(
@@ -220,12 +235,14 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             [N_("at zero"), N_("at half the peak learning rate"), N_("at twice the peak")],
             answer=1,
             why=N_(
-                "It counts micro-batches but steps once per optimizer step, so it gets half way: section 2 measured it."
+                "It counts micro-batches but steps once per optimizer "
+                "step, so it gets half way: section 2 measured it."
             ),
         ),
         Question(
             N_(
-                "Dropout on, same seed, same batch: the gradients with checkpointing, against those without, are"
+                "Dropout on, same seed, same batch: the gradients "
+                "with checkpointing, against those without, are"
             ),
             [
                 N_("identical to the last bit"),
@@ -234,17 +251,20 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=0,
             why=N_(
-                "Checkpointing restores the random state before it recomputes, so dropout draws the same masks (section 3)."
+                "Checkpointing restores the random state before it "
+                "recomputes, so dropout draws the same masks (section 3)."
             ),
         ),
         Question(
             N_(
-                "Two micro-batches of 8, accumulated, against one batch of the same 16 rows: the gradients are"
+                "Two micro-batches of 8, accumulated, against "
+                "one batch of the same 16 rows: the gradients are"
             ),
             [N_("identical to the last bit"), N_("equal within float32 rounding"), N_("twice as large")],
             answer=1,
             why=N_(
-                "The sums run in a different order (two products and an addition), and floating-point addition is not associative (section 4)."
+                "The sums run in a different order (two products and an addition), and floating-point "
+                "addition is not associative (section 4)."
             ),
         ),
     ),
@@ -254,7 +274,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             [N_("the gradients"), N_("the model's parameters"), N_("the losses")],
             answer=1,
             why=N_(
-                "Each process takes K optimizer steps on its own, then the parameters are averaged with one all-reduce."
+                "Each process takes K optimizer steps on its own, "
+                "then the parameters are averaged with one all-reduce."
             ),
         ),
         Question(
@@ -266,7 +287,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "DDP all-reduces the gradients peer to peer, and LocalSGD the parameters: every process ends with the same average."
+                "DDP all-reduces the gradients peer to peer, and LocalSGD the parameters: every process ends "
+                "with the same average."
             ),
         ),
         Question(
@@ -278,7 +300,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "With one process the averaging is skipped; a launch that starts fewer processes than you meant trains without any."
+                "With one process the averaging is skipped; a launch that starts fewer processes than you "
+                "meant trains without any."
             ),
         ),
         Question(
@@ -290,7 +313,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=0,
             why=N_(
-                "Fewer averages mean less communication; the price is the drift between them, which section 4 measured as loss."
+                "Fewer averages mean less communication; the price is the "
+                "drift between them, which section 4 measured as loss."
             ),
         ),
     ),
@@ -304,7 +328,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "The change of the parameters over the round, averaged over the processes, is what the outer optimizer steps with; the inner optimizer's state stays in each process."
+                "The change of the parameters over the round, averaged over the processes, is what the outer "
+                "optimizer steps with; the inner optimizer's state stays in each process."
             ),
         ),
         Question(
@@ -316,7 +341,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=0,
             why=N_(
-                "θ − 1 · (θ − mean(θᵢ)) = mean(θᵢ): section 3 measured the two programs agreeing to float32's rounding."
+                "θ − 1 · (θ − mean(θᵢ)) = mean(θᵢ): section 3 measured "
+                "the two programs agreeing to float32's rounding."
             ),
         ),
         Question(
@@ -340,7 +366,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=0,
             why=N_(
-                "One synchronization every 500 steps instead of every step, each with a full model's bytes; every worker still computes every step."
+                "One synchronization every 500 steps instead of every step, each with a full model's bytes; "
+                "every worker still computes every step."
             ),
         ),
     ),
@@ -355,12 +382,14 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=2,
             why=N_(
-                "The optimizer's state depends on the parameters only; the activations depend on the batch, the sequence, the attention, the precision and checkpointing (section 4's bars)."
+                "The optimizer's state depends on the parameters only; the activations depend on the batch, "
+                "the sequence, the attention, the precision and checkpointing (section 4's bars)."
             ),
         ),
         Question(
             N_(
-                "With full checkpointing, what does a transformer layer keep between the forward and the backward pass?"
+                "With full checkpointing, what does a transformer "
+                "layer keep between the forward and the backward pass?"
             ),
             [
                 N_("nothing at all"),
@@ -370,35 +399,41 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ],
             answer=1,
             why=N_(
-                "Checkpoint keeps the layer's input and recomputes the rest in the backward pass: Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) becomes 2·s·b·h."
+                "Checkpoint keeps the layer's input and recomputes the rest in the backward pass: "
+                "Korthikanti et al.'s s·b·h·(34 + 5·a·s/h) becomes 2·s·b·h."
             ),
         ),
         Question(
             N_("Why does the 5·a·s/h term of Korthikanti et al.'s formula matter at long sequences?"),
             [
                 N_(
-                    "it grows with s², the rest with s: for BERT-base at s = 512 it is 40, more than the other 34"
+                    "it grows with s², the rest with s: for BERT-base "
+                    "at s = 512 it is 40, more than the other 34"
                 ),
                 N_("it counts the optimizer's state, which grows with the sequence"),
                 N_("it matters only at short sequences"),
             ],
             answer=0,
             why=N_(
-                "The a score matrices of s × s per sequence (the softmax's output, its dropout mask) grow with the square of the sequence; fused attention (SDPA) keeps none of them."
+                "The a score matrices of s × s per sequence (the softmax's output, its dropout mask) grow "
+                "with the square of the sequence; fused attention (SDPA) keeps none of them."
             ),
         ),
         Question(
             N_("Gradient accumulation 4, at the same effective batch, trades:"),
             [
                 N_(
-                    "time for memory: four smaller forward and backward passes per step, a quarter of the activations, the same update"
+                    "time for memory: four smaller forward and backward passes per step, a quarter of the "
+                    "activations, the same update"
                 ),
                 N_("accuracy for memory: the update is that of a smaller batch"),
                 N_("memory for time: fewer, larger steps"),
             ],
             answer=0,
             why=N_(
-                "The micro-batches' gradients add up to the whole batch's (each loss scaled by 1/4); parameters, gradients and optimizer state stay as they are, the activations shrink four times."
+                "The micro-batches' gradients add up to the whole batch's (each "
+                "loss scaled by 1/4); parameters, gradients and optimizer state "
+                "stay as they are, the activations shrink four times."
             ),
         ),
     ),

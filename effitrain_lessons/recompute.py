@@ -466,8 +466,9 @@ class RecomputeCurve(ShowsAsTable):
         if any(p.compiled for p in self.points):
             notes.append(
                 _(
-                    "aot_eager runs a compiled step's decomposed graph op by op, with no fusion: more, "
-                    "smaller ops run again, and its time compares with other compiled steps, not with eager ones."
+                    "aot_eager runs a compiled step's decomposed graph op by op, "
+                    "with no fusion: more, smaller ops run again, and its time "
+                    "compares with other compiled steps, not with eager ones."
                 )
             )
         if any(p.redraws_random for p in self.points):

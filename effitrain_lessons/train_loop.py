@@ -189,7 +189,7 @@ def measure_schedule(
     loader = DataLoader(torch.randn(batches_per_epoch, 1), batch_size=1)
     model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
     rates = []
-    for _ in range(epochs):
+    for _epoch in range(epochs):
         for batch in loader:
             with accelerator.accumulate(model):
                 accelerator.backward(model(batch).sum())
@@ -225,7 +225,7 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
         ddp = DistributedDataParallel(model, find_unused_parameters=find_unused_parameters)
         rows = tokenized_mrpc()["train"][8 * dist.get_rank() : 8 * dist.get_rank() + 8]
         try:
-            for _ in range(steps):
+            for _step in range(steps):
                 ddp(**rows).loss.backward()
             met = "ok"
         except RuntimeError as error:

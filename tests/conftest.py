@@ -117,7 +117,8 @@ def english_unless_asked(monkeypatch):
 
 @pytest.fixture
 def shown(monkeypatch):
-    """What an explorer widget shows, IPython's display replaced: ("display", object) and ("update", figure)."""
+    """What an explorer widget shows, IPython's display replaced: ("display", object) and
+    ("update", figure)."""
     seen = []
 
     class Handle:

@@ -241,7 +241,8 @@ def _run_all(page, lab: Lab, name: str) -> float:
             raise AssertionError(f"{name}: Run All did not finish within {RUN_ALL_TIMEOUT_S} s")
         time.sleep(1)
         busy = page.evaluate(
-            "[...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => p.textContent.includes('*'))"
+            "[...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].some(p => "
+            "p.textContent.includes('*'))"
         )
         quiet = quiet + 1 if not busy and lab.kernels_idle() else 0
     return time.monotonic() - start - 3
@@ -310,7 +311,8 @@ def check_lesson(page, lab: Lab, name: str, screenshot: Path | None = None) -> R
         shown = page.evaluate(
             """() => [...document.querySelectorAll('.jp-RenderedMarkdown, .jp-OutputArea-output')]
                 .filter(e => e.getAttribute('data-mime-type') !== 'application/vnd.jupyter.stderr')
-                .map(e => { const c = e.cloneNode(true); c.querySelectorAll('code, a, em, pre.jp-CodeMirror, .cm-editor')
+                .map(e => { const c = e.cloneNode(true);
+                    c.querySelectorAll('code, a, em, pre.jp-CodeMirror, .cm-editor')
                     .forEach(x => x.remove()); return c.innerText; })"""
         )
         english = [line.strip()[:160] for text in shown for line in text.splitlines() if english_words(line)]

@@ -469,8 +469,8 @@ def test_lesson_01_public_check_compares_predictions_with_the_measurement():
     )
     assert "1 of 4 public tests failed" in wrong
     assert (
-        "You predicted predicted_recomputations = {'mm': 1, 'relu': 1}; the measurement is {'mm': 0, 'relu': 1}."
-        in wrong
+        "You predicted predicted_recomputations = {'mm': 1, 'relu': 1}; "
+        "the measurement is {'mm': 0, 'relu': 1}." in wrong
     )
     only_bytes = repr(grader.check("q_keep_matmuls", {**env, "predicted_kept_bytes": 32 * 128 * 4}))
     assert "You predicted predicted_kept_bytes = 16,384; the measurement is 24,576." in only_bytes

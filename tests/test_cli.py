@@ -1,4 +1,5 @@
-"""The `effitrain` command: info, lab (a real JupyterLab on a free port, the Turkish editions with --lang tr) and its errors."""
+"""The `effitrain` command: info, lab (a real JupyterLab on a free port, the Turkish editions with
+--lang tr) and its errors."""
 
 import hashlib
 import json
@@ -381,7 +382,8 @@ def test_plan_answers_for_every_bundled_model_offline_with_a_verdict_for_every_g
 
 
 def test_the_command_line_is_built_without_importing_torch():
-    # `effitrain lab` and `info` start at once: listing the planner's models and GPUs in the help costs no torch import
+    # `effitrain lab` and `info` start at once: listing the planner's models and GPUs in the help
+    # costs no torch import
     done = subprocess.run(
         [
             sys.executable,

@@ -127,7 +127,8 @@ def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
     assert [line.get_label() for line in smoothed] == list(curves)
     assert [len(line.get_xdata()) for line in smoothed] == [40, 40, 33]
     assert list(smoothed[0].get_xdata()) == list(range(1, 41))
-    # a trailing mean of 8: step 21 averages steps 14 to 21 (indices 13 to 20), where the alternating 0.2 adds 0.1
+    # a trailing mean of 8: step 21 averages steps 14 to 21 (indices 13 to 20), where the
+    # alternating 0.2 adds 0.1
     assert smoothed[1].get_ydata()[20] == pytest.approx(3.0 - 0.01 * 16.5 + 0.1)
     assert smoothed[2].get_ydata()[-1] == pytest.approx(2.5)
     ticks = _by_gid(figure, "outer-steps")

@@ -204,10 +204,10 @@ def test_learner_edition_has_no_solutions_and_no_hidden_tests(name, suffix):
         assert json.dumps(code)[1:-1] not in learner_text
 
 
-# Runs the setup cell, otter's init cell, the answer cells and the check cells of two editions, each
-# in a fresh kernel whose working folder holds a copy of the edition (as under nbval or JupyterLab),
-# side by side, and prints what each `grader.check` displayed. Started in a namespace without a network where the
-# machine allows it, so the checks are shown to need none.
+# Runs the setup cell, otter's init cell, the answer cells and the check cells of two editions,
+# each in a fresh kernel whose working folder holds a copy of the edition (as under nbval or
+# JupyterLab), side by side, and prints what each `grader.check` displayed. Started in a namespace
+# without a network where the machine allows it, so the checks are shown to need none.
 EXECUTE = textwrap.dedent(
     """
     import asyncio, json, shutil, sys, tempfile
@@ -328,9 +328,9 @@ def test_on_colab_the_setup_cell_says_what_pip_changed_and_what_it_kept(tmp_path
     assert summary[2].startswith("Kept as Colab has them: torch ") and summary[-1].startswith("Using ")
     (tmp_path / "coloured.json").write_text("\x1b[1m{\x1b[0m")
     unreadable = colab.install_summary(tmp_path / "coloured.json").splitlines()
-    assert (
-        unreadable[0]
-        == f"effitrain-lessons {effitrain_lessons.__version__} is installed (pip left no report of what it changed)."
+    assert unreadable[0] == (
+        f"effitrain-lessons {effitrain_lessons.__version__} is "
+        "installed (pip left no report of what it changed)."
     )
 
 

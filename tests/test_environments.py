@@ -41,7 +41,7 @@ def lower_bound(requirements: list[Requirement]) -> Version:
 
 
 def test_every_package_has_exactly_a_lower_bound():
-    for name, requirements in pyproject_requirements().items():
+    for requirements in pyproject_requirements().values():
         for requirement in requirements:
             assert [spec.operator for spec in requirement.specifier] == [">="], requirement
             assert not requirement.extras and not requirement.marker, requirement

@@ -1,11 +1,11 @@
-"""`effitrain grade` as an instructor uses it: real submissions, graded in the sandbox, each with its expected row.
+"""`effitrain grade` as an instructor uses it: real submissions, graded in the sandbox, each with
+its expected row.
 
 Batches: every English solution and Turkish learner edition (full marks and zero), and one lesson in
-all four editions; a solution named alone, and two with thread pools forced large; each question with
-only the cells its marks name; and a
-class folder of hostile and broken files, one per class of attack or accident the grader must
-survive. Then the pieces that decide a score, without a sandbox: test files, points, lesson
-identification, the static review, and the report.
+all four editions; a solution named alone, and two with thread pools forced large; each question
+with only the cells its marks name; and a class folder of hostile and broken files, one per class of
+attack or accident the grader must survive. Then the pieces that decide a score, without a sandbox:
+test files, points, lesson identification, the static review, and the report.
 """
 
 import csv
@@ -30,7 +30,8 @@ from effitrain_lessons.i18n import translator
 
 LESSONS = lessons.lesson_names()
 SANDBOX = sandbox.sandbox_problem()
-# `make test` installs bubblewrap and sets EFFITRAIN_REQUIRE_SANDBOX: there, no sandbox is a failure, not a skip.
+# `make test` installs bubblewrap and sets EFFITRAIN_REQUIRE_SANDBOX: there, no sandbox is a
+# failure, not a skip.
 needs_sandbox = pytest.mark.skipif(
     SANDBOX is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
     reason=f"no sandbox here: {SANDBOX}",
@@ -247,7 +248,8 @@ def test_solutions_get_full_marks_with_thread_pools_forced_large(tmp_path, name,
 @needs_sandbox
 @pytest.mark.parametrize("name, question", [(n, q) for n in LESSONS for q in load_lesson(n).questions])
 def test_each_questions_marked_cells_are_enough(name, question):
-    """The cells tagged setup-for:<question>, alone, let the solution pass every test (the marking is complete)."""
+    """The cells tagged setup-for:<question>, alone, let the solution pass every test (the marking
+    is complete)."""
     lesson = load_lesson(name).only(question)
     answers = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
     result = grade.grade_answers("solution", lesson, answers, sandbox.Limits(threads=1), follow_names=False)
@@ -265,7 +267,8 @@ def test_each_questions_marked_cells_are_enough(name, question):
 
 
 RIGHT_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize\n"
-PARTIAL_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 4\n"  # float32 only: passes the public test only
+# float32 only: passes the public test only
+PARTIAL_00 = "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 4\n"
 WRONG_00 = "tensor_bytes = 7.0\n"  # passes nothing
 WRONG_01 = "def checkpointed_block(x):\n    return block(x)\n"
 EVERYTHING = """
@@ -416,7 +419,10 @@ subprocess.Popen([sys.executable, "-c", later], start_new_session=True)
 import os, glob
 print(dict(os.environ))
 for top in ("/work", "/root", "/home", "/tmp", "/srv", "/opt"):
-    for path in glob.glob(top + "/**/q_bytes.py", recursive=True) + glob.glob(top + "/**/solutions/*.ipynb", recursive=True):
+    for path in (
+        glob.glob(top + "/**/q_bytes.py", recursive=True)
+        + glob.glob(top + "/**/solutions/*.ipynb", recursive=True)
+    ):
         print(path, open(path).read())
 raise ValueError(str(dict(os.environ)))
 """
@@ -436,7 +442,10 @@ raise ValueError(str(dict(os.environ)))
             RIGHT_00
             + """
 import subprocess, sys
-chain = "import os, time\\nfor _ in range(20):\\n    if os.fork():\\n        os._exit(0)\\ntime.sleep(600)  # effitrain-fork-chain"
+chain = (
+    "import os, time\\nfor _ in range(20):\\n    if os.fork():\\n        os._exit(0)\\n"
+    "time.sleep(600)  # effitrain-fork-chain"
+)
 subprocess.Popen([sys.executable, "-c", chain])
 """
         ),

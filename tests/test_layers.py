@@ -245,7 +245,9 @@ def test_no_private_name_is_imported_from_another_package_module():
             for each in names
             if private(each)
         ]
-        modules = {}  # local names bound to package modules: `from effitrain_lessons import data`, `import x as y`
+        # local names bound to package modules:
+        # `from effitrain_lessons import data`, `import x as y`
+        modules = {}
         tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and f"{node.module}" in MODULES and not node.level:

@@ -49,8 +49,8 @@ def test_the_sentence_is_in_the_lessons_language(monkeypatch):
     namespace, caught = imported("from effitrain_lessons.viz import plot_sync_timeline")
     assert namespace["plot_sync_timeline"].__module__ == "effitrain_lessons.local_sgd_figures"
     assert [str(w.message) for w in caught] == [
-        "plot_sync_timeline artık effitrain_lessons.local_sgd_figures modülünde: oradan içe aktarın; eski yer bir "
-        "sonraki ara sürümde kaldırılacak."
+        "plot_sync_timeline artık effitrain_lessons.local_sgd_figures modülünde: oradan içe aktarın; eski "
+        "yer bir sonraki ara sürümde kaldırılacak."
     ]
 
 

@@ -1,4 +1,5 @@
-"""Lesson 6's measurements of what to recompute: eager checkpointing choices and torch.compile's memory budget."""
+"""Lesson 6's measurements of what to recompute: eager checkpointing choices and torch.compile's
+memory budget."""
 
 from dataclasses import replace
 from functools import partial
@@ -194,7 +195,7 @@ def test_budget_one_is_what_torch_compile_keeps_by_default(measured):
 
 
 def test_every_budget_gives_the_uncompiled_outputs_and_gradients(measured):
-    layer, x, reference = measured["layer"], measured["x"], measured["reference"]
+    layer, reference = measured["layer"], measured["reference"]
     want = measured["eager"]["none"].gradients
     assert set(want) == {"x", *dict(layer.named_parameters())}
     for budget, point in measured["sweep"].items():

@@ -1,4 +1,5 @@
-"""The one table every result prints itself with, the one argument check, and command lines built from configs."""
+"""The one table every result prints itself with, the one argument check, and command lines built
+from configs."""
 
 import dataclasses
 

@@ -58,7 +58,8 @@ def test_final_learning_rate_of_both_sizings_in_the_real_loop(accumulation):
     )
     assert len(optimizer_sized) == len(slide_sized) == batches // accumulation * epochs
     assert optimizer_sized[-1] == 0.0 and optimizer_sized[-2] > 0.0
-    # The prepared scheduler steps once per optimizer step, so the slide's sizing gets 1/accumulation of the way.
+    # The prepared scheduler steps once per optimizer step, so the slide's sizing gets
+    # 1/accumulation of the way.
     assert slide_sized[-1] == pytest.approx(1 - 1 / accumulation)
 
 
@@ -236,8 +237,8 @@ def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
     # scheduler, sized for the whole data set's 4 and stepped once per process, reaches 0.
     assert result["num_processes"] == 2 and result["micro_batches"] == 4 and result["optimizer_steps"] == 2
     assert result["learning_rates"] == [0.5e-3, 0.0]
-    # 300 validation rows in batches of 100 are 3 batches: each process evaluates 2, one of them repeated so that
-    # both have as many; gather_for_metrics drops the repeated rows before the metrics.
+    # 300 validation rows in batches of 100 are 3 batches: each process evaluates 2, one of them repeated
+    # so that both have as many; gather_for_metrics drops the repeated rows before the metrics.
     assert result["eval_rows"] == 200
 
 

@@ -52,7 +52,9 @@ EXECUTE = textwrap.dedent(
 
     source, folder, result = sys.argv[1:4]
     notebook = nbformat.read(source, as_version=4)
-    NotebookClient(notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}}).execute()
+    NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": folder}}
+    ).execute()
     nbformat.write(notebook, result)
     """
 )
@@ -203,7 +205,8 @@ def test_lab_puts_the_lessons_in_the_learners_folder_and_serves_them(learner):
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(
-                        f"effitrain lab did not serve: {server.stdout.read()[-2000:] if server.poll() is not None else ''}"
+                        "effitrain lab did not serve: "
+                        f"{server.stdout.read()[-2000:] if server.poll() is not None else ''}"
                     )
                 time.sleep(0.5)
     finally:

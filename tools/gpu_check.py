@@ -98,7 +98,8 @@ def cases() -> list[Case]:
 
 
 def batch_for(model: torch.nn.Module, batch: int, seq: int, device: str) -> dict:
-    """Random token ids with labels: a class per sequence for BERT, the ids themselves for a language model."""
+    """Random token ids with labels: a class per sequence for BERT, the ids themselves for a
+    language model."""
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, model.config.vocab_size, (batch, seq), generator=generator)
     if model.config.model_type == "bert":

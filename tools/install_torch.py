@@ -23,7 +23,8 @@ CONSTRAINTS = Path(__file__).resolve().parent.parent / "constraints.txt"
 
 
 def tested_version(constraints: Path = CONSTRAINTS) -> str:
-    """The torch version a constraints file pins: the tested build (tools/lowest_constraints.py uses it too)."""
+    """The torch version a constraints file pins: the tested build (tools/lowest_constraints.py uses
+    it too)."""
     match = re.search(r"^torch==([\w.]+)\s*$", constraints.read_text(encoding="utf-8"), flags=re.MULTILINE)
     if not match:
         raise ValueError(f"{constraints} pins no torch==VERSION")

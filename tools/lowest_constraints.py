@@ -87,10 +87,12 @@ def constraints(pyproject: Path) -> list[str]:
             if release(tested) < release(version):
                 raise ValueError(f"constraints.txt's torch=={tested} is below pyproject's torch>={version}")
             lines.append(
-                f"# torch: pyproject allows {version}, but torch stays at the tested {tested} (constraints.txt), the"
+                f"# torch: pyproject allows {version}, but torch stays at the tested {tested} "
+                "(constraints.txt), the"
             )
             lines.append(
-                "# CPU build tools/install_torch.py installs; another version would download a multi-GB CUDA build."
+                "# CPU build tools/install_torch.py installs; another "
+                "version would download a multi-GB CUDA build."
             )
             version = tested
         elif len(sources) > 1:

@@ -39,10 +39,10 @@ Writing an exercise in a lesson source (Otter Assign's format; see 00_start_here
 Tests are doctests made from the test cells (otter's OK format): keep them to `assert`s with a
 message, compare types strictly (`type(x) is int`, not `isinstance`: an object can claim any class),
 and avoid helper variables (they would land in the learner's namespace). Tag each lesson cell an
-exercise needs (to define what its tests and solution use) `setup-for:<question>`: `effitrain
-grade` runs only those cells and the answers, and tests/test_grading.py checks that they suffice. Cells after an
-exercise must not use its answer: learner editions run top to bottom unanswered under nbval.
-The shared otter settings are `ASSIGNMENT_CONFIG`; a lesson may override them in its own
+exercise needs (to define what its tests and solution use) `setup-for:<question>`: `effitrain grade`
+runs only those cells and the answers, and tests/test_grading.py checks that they suffice. Cells
+after an exercise must not use its answer: learner editions run top to bottom unanswered under
+nbval. The shared otter settings are `ASSIGNMENT_CONFIG`; a lesson may override them in its own
 `# ASSIGNMENT CONFIG` raw cell, except the settings that name files (lessons use bundled data).
 """
 
@@ -158,7 +158,7 @@ use_language("{language}")  # {_(LANGUAGE_COMMENT)}
 if "google.colab" in sys.modules:
     from effitrain_lessons.colab import install_summary
 
-    print(install_summary(report))'''
+    print(install_summary(report))'''  # noqa: E501 (the setup cell's text: wrapping it changes every edition)
 
 
 def build(
@@ -353,7 +353,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not lesson_names(root):
         print(
-            f"There are no lesson masters in {root / LESSONS_DIR}: run this in the course checkout or pass --course.",
+            f"There are no lesson masters in {root / LESSONS_DIR}: "
+            "run this in the course checkout or pass --course.",
             file=sys.stderr,
         )
         return 2

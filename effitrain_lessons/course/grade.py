@@ -401,7 +401,8 @@ def grade(
     confined: bool = True,
     progress: bool = False,
 ) -> list[SubmissionResult]:
-    """Grade every submission in `paths` (files, or folders searched recursively) and write the results to `out`.
+    """Grade every submission in `paths` (files, or folders searched recursively) and write the
+    results to `out`.
 
     Raises ValueError for a path that does not exist or a batch with no candidates, CourseError when
     the course folder lacks its editions or tests, and SandboxUnavailable when `confined` and no
@@ -560,8 +561,8 @@ def run(args: argparse.Namespace) -> int:
             signal.signal(number, handler)
     for result in results:
         print(
-            f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} ({result.status}"
-            f"{': ' + result.reason if result.reason else ''})"
+            f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} "
+            f"({result.status}{': ' + result.reason if result.reason else ''})"
         )
     print(f"wrote {Path(args.out) / 'grades.csv'} and {len(results)} feedback files")
     return 0

@@ -49,7 +49,8 @@ NO_CHECKOUT = (
 
 
 def course_root(given: str | Path | None) -> Path | None:
-    """The course folder an instructor's command works on: `given`, else this package's checkout, else None."""
+    """The course folder an instructor's command works on: `given`, else this package's checkout,
+    else None."""
     if given is not None:
         return Path(given)
     return ROOT if (ROOT / LESSONS_DIR).is_dir() else None

@@ -102,8 +102,9 @@ def _probe() -> str | None:
         )
     if bwrap_path() is None:
         return (
-            "Grading needs bubblewrap for its sandbox: install it (`sudo apt-get install bubblewrap` on Debian "
-            "or Ubuntu, or `make sandbox` in the course checkout) or pass --unsafe-no-sandbox to run submissions unconfined."
+            "Grading needs bubblewrap for its sandbox: install it (`sudo apt-get install bubblewrap` on "
+            "Debian or Ubuntu, or `make sandbox` in the course checkout) or pass --unsafe-no-sandbox to run "
+            "submissions unconfined."
         )
     try:
         done = subprocess.run(
@@ -112,12 +113,15 @@ def _probe() -> str | None:
             timeout=60,
         )
     except (OSError, subprocess.TimeoutExpired) as error:
-        return f"bubblewrap is installed but could not start a sandbox ({error}); pass --unsafe-no-sandbox to grade unconfined."
+        return (
+            "bubblewrap is installed but could not start a sandbox "
+            f"({error}); pass --unsafe-no-sandbox to grade unconfined."
+        )
     if done.returncode != 0:
         reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
         return (
-            f"bubblewrap is installed but could not start a sandbox ({reason[0][:200]}): this machine may forbid "
-            "unprivileged user namespaces; pass --unsafe-no-sandbox to grade unconfined."
+            f"bubblewrap is installed but could not start a sandbox ({reason[0][:200]}): this machine may "
+            "forbid unprivileged user namespaces; pass --unsafe-no-sandbox to grade unconfined."
         )
     return None
 

@@ -68,7 +68,9 @@ class CatalogError(ValueError):
 class Message:
     context: str | None  # the cell id for a lesson's text; None for the runtime catalog
     text: str  # the English
-    where: str  # references for the translator, space-separated: "lessons/02_x.ipynb#co-try", "effitrain_lessons/plotting.py"
+    # references for the translator, space-separated:
+    # "lessons/02_x.ipynb#co-try", "effitrain_lessons/plotting.py"
+    where: str
     plural: str | None = None
 
 

@@ -5,10 +5,10 @@ scratch folder nor any environment variable is put on `sys.path`). It reads JSON
 input and writes JSON lines to the report pipe (`EFFITRAIN_REPORT_FD`):
 
     grader -> worker   {"cells": [{"id", "kind": "lesson"|"answer"|"check", "question", "source"}]}
-    worker -> grader   {"event": "cell", "id", "ok", "error"}           after each lesson or answer cell
-                       {"event": "flag", "cell", "what"}                 something an answer reached for
-                       {"event": "tests", "question"}                    at a check cell: send its public cases
-                       {"event": "cells-done"}                           every cell ran: send the hidden cases
+    worker -> grader   {"event": "cell", "id", "ok", "error"}  after each lesson or answer cell
+                       {"event": "flag", "cell", "what"}       something an answer reached for
+                       {"event": "tests", "question"}          at a check cell: send its public cases
+                       {"event": "cells-done"}                 every cell ran: send the hidden cases
     grader -> worker   {"case": NONCE, "question", "code"} ... {"continue": true} | {"finish": true}
     worker -> grader   {"event": "case", "nonce": NONCE, "passed", "message"}
 
@@ -274,7 +274,7 @@ def _machinery(report_fd: int):
                 except BaseException_:
                     continue
         classes = {}
-        for name, (module, contents) in watched.items():
+        for _module, contents in watched.values():
             for value in contents.values():
                 if isinstance_(value, type_) and str_(value.__dict__.get("__module__", "")).startswith(
                     class_owners
