@@ -152,9 +152,8 @@ def _failure_html(result: CaseResult) -> str:
     """A failed case as HTML: its heading and the test's sentence (an AssertionError's) as text, the
     test's code and the traceback as code (they are Python's, in any language)."""
     lines = result.error.rstrip("\n").splitlines()
-    ours = bool(lines) and lines[-1].startswith(
-        "AssertionError"
-    )  # a test's sentence; other errors are Python's
+    # a test's sentence; other errors are Python's
+    ours = bool(lines) and lines[-1].startswith("AssertionError")
     frames, sentence = "\n".join(lines[:-1] if ours else lines), lines[-1] if ours else ""
     code = _indent(result.source) + ("\n" + _indent(frames) if frames else "")
     said = f"\n    {html.escape(sentence)}" if sentence else ""
@@ -177,9 +176,8 @@ class Notebook:
     def __init__(self, notebook_path: str):
         path = Path(notebook_path)
         if not path.is_file():
-            path = (
-                installed_lessons(language_in_use()) / path.name
-            )  # the edition the setup cell's use_language chose
+            # the edition the setup cell's use_language chose
+            path = installed_lessons(language_in_use()) / path.name
         if not path.is_file():
             raise FileNotFoundError(
                 phrase(

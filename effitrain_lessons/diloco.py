@@ -84,9 +84,8 @@ class DiLoCoConfig(RunConfig):
             if self.fragments > 1:
                 name = phrase("{run}, {fragments} fragments", run=name, fragments=self.fragments)
         if self.seed:
-            name = phrase(
-                "{run}, seed {seed}", run=name, seed=self.seed
-            )  # other initial weights, another data order
+            # other initial weights, another data order
+            name = phrase("{run}, seed {seed}", run=name, seed=self.seed)
         return name
 
     def expected_synchronizations(self) -> int:

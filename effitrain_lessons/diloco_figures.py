@@ -161,9 +161,8 @@ def plot_diloco_losses(
         steps = range(1, len(losses) + 1)
         ax.plot(steps, losses, color=colour, alpha=0.25, lw=0.8)
         ax.plot(steps, _trailing_mean(list(losses), 8), color=colour, lw=2, label=label, gid="smoothed")
-        if (
-            label in ticked
-        ):  # one row of ticks per run that synchronized, in axes height so any loss scale fits
+        # one row of ticks per run that synchronized, in axes height so any loss scale fits
+        if label in ticked:
             row = 0.03 + 0.045 * ticked.index(label)
             at = [step for step in outer_steps[label] if 1 <= step <= len(losses)]
             ax.plot(

@@ -102,12 +102,10 @@ class ProcessReport:
     config_type: str = "RunConfig"  # the class of the configuration (see config_of)
     losses: list[float] = field(default_factory=list)  # each micro-batch's loss in this process
     gradient_allreduces: list[tuple[int, int]] = field(default_factory=list)  # (step, bytes) per DDP bucket
-    parameter_allreduces: list[tuple[int, int]] = field(
-        default_factory=list
-    )  # (round, bytes) per all_reduce call
-    parameter_allreduce_seconds: list[float] = field(
-        default_factory=list
-    )  # how long each of those calls took
+    # (round, bytes) per all_reduce call
+    parameter_allreduces: list[tuple[int, int]] = field(default_factory=list)
+    # how long each of those calls took
+    parameter_allreduce_seconds: list[float] = field(default_factory=list)
     round_steps: list[int] = field(default_factory=list)  # the step at which each barrier-started round began
     fingerprints: list[str] = field(default_factory=list)  # digest of all parameters after each step
     final_fingerprint: str = ""  # after the run (for LocalSGD: after its last average, on exit)

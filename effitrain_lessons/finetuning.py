@@ -76,9 +76,8 @@ def fresh_model(model_name: str = TINY, seed: int = 0):
     return model
 
 
-FINE_TUNING_LEARNING_RATE = (
-    2e-5  # for pretrained hub models such as bert-base-uncased (BERT paper: 2e-5 to 5e-5)
-)
+# for pretrained hub models such as bert-base-uncased (BERT paper: 2e-5 to 5e-5)
+FINE_TUNING_LEARNING_RATE = 2e-5
 
 
 def learning_rate_for(model_name: str) -> float:

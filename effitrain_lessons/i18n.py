@@ -106,9 +106,8 @@ class Sentence(str):
         sentence.template, sentence.values = template, values
         return sentence
 
-    def __getnewargs_ex__(
-        self,
-    ):  # copied or pickled (dataclasses.asdict copies), it is made again from its parts
+    # copied or pickled (dataclasses.asdict copies), it is made again from its parts
+    def __getnewargs_ex__(self):
         return (self.template,), dict(self.values)
 
     def in_language(self, code: str) -> str:

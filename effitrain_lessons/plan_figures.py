@@ -225,9 +225,8 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
     labelled with it, the Pareto-optimal points ringed (gid "pareto"), and a cross (gid
     "redraws-random") on compiled points whose backward draws dropout's random numbers again.
     `curve` is a `RecomputeCurve` or its points. Used by lesson 6."""
-    from effitrain_lessons.recompute import (
-        RecomputeCurve,
-    )  # here: it imports torch, the planner's figures do not
+    # here: it imports torch, the planner's figures do not
+    from effitrain_lessons.recompute import RecomputeCurve
 
     curve = curve if isinstance(curve, RecomputeCurve) else RecomputeCurve(tuple(curve))
     eager = [p for p in curve.points if not p.compiled]

@@ -116,9 +116,8 @@ def _free_port() -> int:
 def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int) -> None:
     log = open(Path(folder) / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
     sys.stdout = sys.stderr = log
-    os.dup2(
-        log.fileno(), 2
-    )  # torch's C++ warnings too: they belong in the log, not under the notebook's cell
+    # torch's C++ warnings too: they belong in the log, not under the notebook's cell
+    os.dup2(log.fileno(), 2)
     os.environ.update(
         RANK=str(rank),
         LOCAL_RANK=str(rank),

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 from effitrain_lessons.i18n import N_, _, phrase
 
+# translated where shown: the language is chosen after import
 FEEDBACK = {
     "right": N_("Right."),
     "wrong": N_("Not quite: try another answer."),
     "pick": N_("Pick an answer first."),
-}  # translated where shown: the language is chosen after import
+}
 
 
 @dataclass(frozen=True)

@@ -76,9 +76,8 @@ class TrainingRun(ShowsAsTable):
     """What `watch_training` saw of one run of a loop (on this process)."""
 
     losses: list[float] = field(default_factory=list)  # mean micro-batch loss of each optimizer step
-    learning_rates: list[float] = field(
-        default_factory=list
-    )  # after each optimizer step (the scheduler's step included)
+    # after each optimizer step (the scheduler's step included)
+    learning_rates: list[float] = field(default_factory=list)
     micro_batches: int = 0
     optimizer_steps: int = 0
     eval_rows: int = 0  # rows this process's model saw in eval mode

@@ -99,9 +99,8 @@ def pytest_xdist_make_scheduler(config, log):
 
         def _assign_work_unit(self, node) -> None:
             if not getattr(self, "_sorted", False):  # once, when the first unit goes out
-                units = sorted(
-                    self.workqueue.items(), key=lambda unit: -UNIT_SECONDS.get(unit[0], 0)
-                )  # stable
+                # stable
+                units = sorted(self.workqueue.items(), key=lambda unit: -UNIT_SECONDS.get(unit[0], 0))
                 self.workqueue.clear()
                 self.workqueue.update(units)
                 self._sorted = True

@@ -215,9 +215,8 @@ class RunAll:
 
 
 def _open(page, lab: Lab, name: str) -> None:
-    workspace = (
-        name.removesuffix(".ipynb").replace("_", "-").replace("/", "-")
-    )  # a fresh workspace per lesson
+    # a fresh workspace per lesson
+    workspace = name.removesuffix(".ipynb").replace("_", "-").replace("/", "-")
     page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{name}?token={TOKEN}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=120_000)
     open_tab = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
@@ -410,9 +409,8 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{processes\}", "3")))
         status.wait_for(timeout=60_000)  # the status says the menu's 3 processes were measured
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
-    if name.startswith(
-        "05"
-    ):  # the H slider relaunches a DiLoCo run and redraws its loss against data parallel's
+    # the H slider relaunches a DiLoCo run and redraws its loss against data parallel's
+    if name.startswith("05"):
         cell = _cell(page, "diloco_explorer(")
         before = _output_images(cell)
         handle = cell.locator(".noUi-handle").first

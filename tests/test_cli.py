@@ -255,9 +255,8 @@ def test_lab_in_turkish_in_a_checkout_opens_its_notebooks_tr(jupyterlab, tmp_pat
     cli.main(["lab", "--lang", "tr"])
     (command,) = jupyterlab
     assert opened_folder(command) == (notebooks / "tr").resolve()
-    assert (
-        lesson_files(notebooks / "tr") == turkish and not (notebooks / "tr" / cli.MANIFEST).exists()
-    )  # nothing copied
+    # nothing copied
+    assert lesson_files(notebooks / "tr") == turkish and not (notebooks / "tr" / cli.MANIFEST).exists()
 
 
 def test_lab_in_turkish_without_turkish_editions_says_so(jupyterlab, tmp_path, monkeypatch, capsys):

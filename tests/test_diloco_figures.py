@@ -117,10 +117,8 @@ def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
         "DiLoCo, H = 8": [3.0 - 0.01 * s + (0.2 if s % 2 else 0.0) for s in range(40)],
         "DiLoCo, H = 16": [2.5] * 33,
     }
-    outer = {
-        "DiLoCo, H = 8": [8, 16, 24, 32, 40],
-        "DiLoCo, H = 16": [16, 32, 48],
-    }  # 48 is past that run's end
+    # 48 is past that run's end
+    outer = {"DiLoCo, H = 8": [8, 16, 24, 32, 40], "DiLoCo, H = 16": [16, 32, 48]}
     figure = diloco_figures.plot_diloco_losses(curves, outer, title="training loss in process 0")
     (ax,) = figure.axes
     smoothed = _by_gid(figure, "smoothed")
@@ -137,9 +135,8 @@ def test_the_loss_figure_smooths_each_run_and_ticks_its_outer_steps():
     assert [text.get_text() for text in ax.get_legend().get_texts()] == list(curves)
     assert ax.get_title() == "training loss in process 0" and ax.get_ylabel() == "training loss"
     assert ax.get_xlim()[1] >= 40
-    assert (
-        min(ax.get_yticks()) >= min(min(losses) for losses in curves.values()) - 0.5
-    )  # no loss values beside the ticks
+    # no loss values beside the ticks
+    assert min(ax.get_yticks()) >= min(min(losses) for losses in curves.values()) - 0.5
     assert _png(figure).startswith(b"\x89PNG")
 
 
@@ -183,10 +180,8 @@ def test_the_diloco_explorer_reruns_with_the_sliders_values(shown):
 
     box = diloco_figures.diloco_explorer(run, first, h=32, outer_lr=0.7)
     (h_slider, lr_slider), status = _controls(box)
-    assert shown[0] == ("display", first) and shown[1] == (
-        "display",
-        box,
-    )  # the figure first, then the widgets
+    # the figure first, then the widgets
+    assert shown[0] == ("display", first) and shown[1] == ("display", box)
     assert (h_slider.description, h_slider.value, list(h_slider.options)) == ("H", 32, [4, 8, 16, 32, 64])
     assert (lr_slider.description, lr_slider.value) == ("outer lr", 0.7)
     assert status.value == "Move H or the outer learning rate to run again." and calls == []

@@ -633,9 +633,8 @@ def test_resource_abuse_gets_its_status(hostile):
     exited = result_of(hostile, "kernel_exit.ipynb")
     assert exited.status == "error" and "ended before its tests finished (exit code 3)" in exited.reason
     files = result_of(hostile, "files_flood.ipynb")
-    assert (
-        files.status == "graded" and "OSError" in files.questions["q_bytes"].answer_error
-    )  # the scratch is full
+    # the scratch is full
+    assert files.status == "graded" and "OSError" in files.questions["q_bytes"].answer_error
     for name in ("holds_stderr.ipynb", "fork_chain.ipynb"):
         result = result_of(hostile, name)
         assert result.status == "graded" and result.total == 1 and result.seconds < 30, (name, result.reason)
@@ -691,9 +690,8 @@ def test_grade_command_reports_bad_options(tmp_path, capsys):
         == 2
     )
     assert "nothing_here does not exist" in capsys.readouterr().err
-    assert (
-        grade.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--unsafe-no-sandbox"]) == 2
-    )  # empty
+    # empty
+    assert grade.main_grade([str(tmp_path), "--out", str(tmp_path / "o"), "--unsafe-no-sandbox"]) == 2
     assert "No submissions found" in capsys.readouterr().err
     assert (
         grade.main_grade(

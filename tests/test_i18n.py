@@ -68,9 +68,8 @@ def test_a_sentence_is_said_again_in_another_language():
     turkish = sentence.in_language("tr")
     assert turkish != sentence and "60" in turkish
     assert i18n.in_language("plain text", "tr") == "plain text"
-    braces = i18n.Sentence(
-        "{what} of {{x}}", what="a set"
-    )  # its text has braces: copies must not format it again
+    # its text has braces: copies must not format it again
+    braces = i18n.Sentence("{what} of {{x}}", what="a set")
     copied = copy.deepcopy(braces)
     assert (
         copied == "a set of {x}"

@@ -77,9 +77,8 @@ def test_no_edition_imports_the_course_tooling():
 # A lesson's code in one place: every module belongs to one lesson, or is shared by the lessons
 
 SHARED = "shared"  # any lesson may import it; it imports only shared modules
-OLD_PLACE = (
-    "old place"  # kept for learners' notebooks (effitrain_lessons.moved); nothing in the package imports it
-)
+# kept for learners' notebooks (effitrain_lessons.moved); nothing in the package imports it
+OLD_PLACE = "old place"
 COMMAND_LINE = "command line"  # the dispatcher: it may reach into any module
 
 LAYERS = {
@@ -280,8 +279,8 @@ def test_the_measuring_modules_that_workers_import_load_no_matplotlib():
         if layer not in (OLD_PLACE, COMMAND_LINE)
         and name != "__init__"
         and not name.endswith("figures")
-        and name not in ("plotting", "quiz", "checks")
-    ]  # the widgets and the checker run in the kernel
+        and name not in ("plotting", "quiz", "checks")  # the widgets and the checker run in the kernel
+    ]
     code = (
         "import importlib, sys\n"
         f"for name in {measuring!r}:\n    importlib.import_module(name)\n"

@@ -72,9 +72,8 @@ def test_the_cpu_measurement_against_the_paper(text):
     above = layer / (2 * plan.korthikanti_layer_bytes(s, b, shape.hidden, shape.heads)) - 1
     assert f"the measurement is {above:.0%} above the paper's formula".replace("%", " %") in text
     assert f"twice Korthikanti et al.'s 16-bit formula to {above:.0%}".replace("%", " %") in text
-    assert (
-        "4 KiB of layer-norm statistics" in text and 2 * 2 * s * b * 4 == 4 * 1024
-    )  # two norms, mean and 1/std
+    # two norms, mean and 1/std
+    assert "4 KiB of layer-norm statistics" in text and 2 * 2 * s * b * 4 == 4 * 1024
     # "The activations are 5 KiB apart": what the whole model saves against the estimate's count
     model = plan.build(BERT, attention="eager", num_hidden_layers=1, vocab_size=2048)
     inputs = {"input_ids": torch.randint(2048, (b, s)), "labels": torch.zeros(b, dtype=torch.long)}

@@ -235,9 +235,8 @@ def test_lesson_4_figures(runs):
     )
     sweep = local_sgd_figures.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0])
     assert isinstance(sweep, Figure)
-    loss_ax = next(
-        ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss"
-    )  # what the tolerance is about
+    # what the tolerance is about
+    loss_ax = next(ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss")
     assert list(loss_ax.lines[0].get_ydata()) == [rows[1]["eval_loss"], rows[2]["eval_loss"]]
     with pytest.raises(ValueError):
         local_sgd_figures.plot_sync_timeline({}, steps=4)

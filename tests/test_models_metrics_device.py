@@ -49,9 +49,8 @@ def test_metrics_agree_with_scikit_learn(seed):
 
     generator = np.random.default_rng(seed)
     size = int(generator.integers(1, 40))
-    logits = generator.normal(size=(size, 2)) + np.array(
-        [0.0, generator.normal()]
-    )  # some seeds predict one class
+    # some seeds predict one class
+    logits = generator.normal(size=(size, 2)) + np.array([0.0, generator.normal()])
     labels = generator.integers(0, 2, size) * int(seed != 4)  # seed 4: no positive label
     predictions = logits.argmax(-1)
     result = metrics.compute_metrics((logits, labels))

@@ -28,9 +28,8 @@ def imported(statement: str) -> tuple[dict, list[warnings.WarningMessage]]:
 
 def test_every_old_place_forwards_what_it_held():
     assert {old for old, _name, _place in MOVED} == set(OLD_PLACES)
-    assert (
-        len([1 for old, _name, _place in MOVED if old == "viz"]) == 23
-    )  # every figure, widget and colour table
+    # every figure, widget and colour table
+    assert len([1 for old, _name, _place in MOVED if old == "viz"]) == 23
 
 
 @pytest.mark.parametrize("old, name, place", [m for m in MOVED if not m[2].endswith(SCRIPT)])

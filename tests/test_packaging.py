@@ -49,9 +49,8 @@ def test_the_wheel_carries_the_learner_editions_as_they_are_committed(wheel):
         if n.startswith("effitrain_lessons/notebooks/") and n.endswith(".ipynb")
     )
     assert carried == LEARNER_EDITIONS and len(carried) >= 10
-    assert (
-        sum(name.startswith("tr/") for name in carried) == len(carried) // 2
-    )  # each lesson in English and Turkish
+    # each lesson in English and Turkish
+    assert sum(name.startswith("tr/") for name in carried) == len(carried) // 2
     for name in carried:
         assert wheel.read(f"effitrain_lessons/notebooks/{name}") == (ROOT / "notebooks" / name).read_bytes()
 

@@ -574,9 +574,8 @@ def test_gpu_check_steps_train(gpu_check):
     losses = gpu_check.train_steps(model, batch, "bf16", steps=2)
     assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)
     assert all(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
-    assert all(
-        w.dtype == torch.float32 and w.grad is None for w in model.parameters()
-    )  # autocast: fp32 weights
+    # autocast: fp32 weights
+    assert all(w.dtype == torch.float32 and w.grad is None for w in model.parameters())
 
 
 def test_gpu_check_report_format(gpu_check, tmp_path):

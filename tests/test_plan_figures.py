@@ -30,9 +30,8 @@ def test_each_bar_is_its_estimates_lines_end_to_end_against_the_gpus_line():
             bar = bars[at]
             assert bar.get_width() == pytest.approx(line.nbytes / GiB) and bar.get_x() == pytest.approx(left)
             assert bar.get_y() + bar.get_height() / 2 == pytest.approx(row)
-            assert (bar.get_hatch() == "//") == (
-                not line.modelled
-            )  # the allowance is hatched: stated, not modelled
+            # the allowance is hatched: stated, not modelled
+            assert (bar.get_hatch() == "//") == (not line.modelled)
             left += line.nbytes / GiB
             at += 1
         assert left == pytest.approx(estimate.total / GiB)

@@ -28,9 +28,8 @@ def test_checking_an_answer_says_right_with_the_reason_or_not_quite_without_it()
     choice.value = 1
     button.click()
     assert "b) Right. Two and two make four." in result.value
-    assert "Pick an answer" in (
-        parts(widget, 1)[2].click() or parts(widget, 1)[3].value
-    )  # each question its own
+    # each question its own
+    assert "Pick an answer" in (parts(widget, 1)[2].click() or parts(widget, 1)[3].value)
 
 
 def test_the_quiz_prints_as_text_where_widgets_cannot_run():

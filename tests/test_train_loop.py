@@ -137,9 +137,8 @@ def test_the_lessons_loop_runs_and_is_watched_from_outside(train_rows):
     assert model.is_activation_checkpointing
     assert run.micro_batches == 8 and run.optimizer_steps == 4
     assert len(run.losses) == len(run.learning_rates) == 4 and all(math.isfinite(loss) for loss in run.losses)
-    assert run.learning_rates == pytest.approx(
-        [0.75e-3, 0.5e-3, 0.25e-3, 0.0]
-    )  # linear decay to 0, no warm-up in 4 steps
+    # linear decay to 0, no warm-up in 4 steps
+    assert run.learning_rates == pytest.approx([0.75e-3, 0.5e-3, 0.25e-3, 0.0])
     assert run.eval_rows == 300 and sorted(metrics) == ["accuracy", "f1"]
     assert repr(run) == str(run) and "optimizer steps" in str(run)
 

@@ -95,11 +95,8 @@ def fences(markdown: str) -> list[str]:
 def fence_tokens(code: str) -> list:
     try:
         return code_tokens(code)
-    except (
-        tokenize.TokenError,
-        IndentationError,
-        SyntaxError,
-    ):  # a shell snippet: its lines without comments
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        # a shell snippet: its lines without comments
         return [re.sub(r"(^|\s)#.*$", "", line).rstrip() for line in code.split("\n")]
 
 
@@ -113,9 +110,8 @@ def english_words(markdown: str) -> list[str]:
     text = re.sub(r"\[([^\]]*)\]\([^)]*\)", " ", text)
     text = re.sub(r"https?://\S+", " ", text)
     text = re.sub(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u00ab[^\u00bb]*\u00bb", " ", text)
-    text = re.sub(
-        r"([{\[(,:]) ?'[^'\n]*'", r"\1 ", text
-    )  # a Python value's strings, as a dict of data prints them
+    # a Python value's strings, as a dict of data prints them
+    text = re.sub(r"([{\[(,:]) ?'[^'\n]*'", r"\1 ", text)
     return [word for word in re.findall(r"\w+", text) if word.lower() in ENGLISH_WORDS]
 
 

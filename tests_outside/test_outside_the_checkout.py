@@ -91,9 +91,8 @@ def isolated_env(home: Path, **extra) -> dict[str, str]:
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         **extra,
     )
-    env.setdefault(
-        "PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")
-    )  # pip's own cache: downloads made once
+    # pip's own cache: downloads made once
+    env.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if ".venv" not in p)
     return env
 
@@ -241,9 +240,8 @@ def test_lab_puts_the_lessons_in_the_learners_folder_and_serves_them(learner):
     finally:
         again.terminate()
         again.communicate(timeout=30)
-    assert said == [f"Your lessons are in {folder}.\n"], (
-        said
-    )  # the learner's work is theirs: nothing to say or ask
+    # the learner's work is theirs: nothing to say or ask
+    assert said == [f"Your lessons are in {folder}.\n"], said
     assert mine.read_text(encoding="utf-8").startswith('{"cells": []')
     installed = run(
         python,
@@ -299,9 +297,8 @@ def colab(tmp_path_factory, wheel):
     (fake / "__init__.py").write_text('"""Stands in for Colab\'s own module."""\n', encoding="utf-8")
     startup = home / "ipython" / "profile_default" / "startup"
     startup.mkdir(parents=True)
-    (startup / "00-colab.py").write_text(
-        "import google.colab\n", encoding="utf-8"
-    )  # Colab's kernels import it
+    # Colab's kernels import it
+    (startup / "00-colab.py").write_text("import google.colab\n", encoding="utf-8")
     env = isolated_env(home, PYTHONPATH=str(home / "colab-modules"))
     python = new_venv(home / "venv", env)
     run(python, "-m", "pip", "install", "-q", *COLAB_PREINSTALLED, env=env)
@@ -323,9 +320,8 @@ def test_colab_installs_this_version_and_the_runtime_only(colab):
 
     assert "effitrain-lessons" not in before and after["effitrain-lessons"] == __version__
     assert after["torch"] == before["torch"]  # Colab's torch is never touched
-    assert (
-        after["ipywidgets"] == before["ipywidgets"] == "7.7.1"
-    )  # nor its widgets, which satisfy the runtime
+    # nor its widgets, which satisfy the runtime
+    assert after["ipywidgets"] == before["ipywidgets"] == "7.7.1"
     assert before["transformers"].startswith("4.") and int(after["transformers"].split(".")[1]) >= 23
     changed = {name: version for name, version in after.items() if before.get(name) != version}
     assert not [name for name in NEVER_ON_COLAB if name in changed], changed  # no tooling added or upgraded
@@ -335,9 +331,8 @@ def test_colab_installs_this_version_and_the_runtime_only(colab):
     assert f"torch {after['torch']}" in setup and "ipywidgets 7.7.1" in setup and "Using cpu" in setup
     print("added or upgraded:", " ".join(f"{name}=={version}" for name, version in sorted(changed.items())))
     print("the set:", " ".join(f"{name}=={version}" for name, version in sorted(after.items())))
-    assert (
-        sorted(p.name for p in content.iterdir() if p.suffix == ".ipynb") == []
-    )  # checks need no notebook on disk
+    # checks need no notebook on disk
+    assert sorted(p.name for p in content.iterdir() if p.suffix == ".ipynb") == []
 
 
 def test_on_colab_the_lessons_run_and_check_answers(colab):

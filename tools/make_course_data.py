@@ -28,13 +28,8 @@ SIZES = dict(zip(SPLITS, (2400, 300, 300)))  # pairs per split, made in this ord
 _POSITIVE_SHARE = 0.66  # MRPC's train split has 68 % equivalent pairs
 _SEED = 2024
 _MAX_PAIR_WORDS = 29  # fits max_length=32 with [CLS] and two [SEP]
-_SPECIAL_TOKENS = (
-    "[PAD]",
-    "[UNK]",
-    "[CLS]",
-    "[SEP]",
-    "[MASK]",
-)  # ids 0 to 4, as data.load_tokenizer names them
+# ids 0 to 4, as data.load_tokenizer names them
+_SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 # ---------------------------------------------------------------------------

@@ -95,9 +95,8 @@ class SubmissionResult:
     seconds: float = 0.0
     peak_memory_mb: float = 0.0
     memory_cap: str = ""  # how the cap was enforced: "cgroup v1", "cgroup v2" or "PSS"
-    notes: list[str] = field(
-        default_factory=list
-    )  # for the instructor only (lesson cells that failed, output)
+    # for the instructor only (lesson cells that failed, output)
+    notes: list[str] = field(default_factory=list)
     language: str = "en"  # the language of the submitted edition: its feedback is written in it
 
     @property

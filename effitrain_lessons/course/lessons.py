@@ -29,9 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = "lessons"
 LEARNER_DIR = "notebooks"
 SOLUTIONS_DIR = "notebooks/solutions"
-TURKISH_DIR = (
-    "notebooks/tr"  # the Turkish editions: learner editions here, solution editions in its solutions/
-)
+# the Turkish editions: learner editions here, solution editions in its solutions/
+TURKISH_DIR = "notebooks/tr"
 TURKISH_SOLUTIONS_DIR = "notebooks/tr/solutions"
 AUTOGRADER_DIR = "autograder"
 LESSON_NAME = re.compile(r"\d\d_[a-z0-9_]+")

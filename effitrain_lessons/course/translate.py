@@ -48,14 +48,8 @@ DIRECTIVE = re.compile(
     r"(@save|(BEGIN |END )?(SOLUTION|PROMPT)( NO PROMPT)?|HIDDEN|IGNORE|SEED|noqa\b.*|type: .*)"
 )
 FENCE = re.compile(r"^ {0,3}(```+|~~~+)")
-RUNTIME_CALLS = {
-    "_": 1,
-    "N_": 1,
-    "phrase": 1,
-    "say": 1,
-    "nphrase": 2,
-    "Sentence": 1,
-}  # name -> how many leading message arguments
+# name -> how many leading message arguments
+RUNTIME_CALLS = {"_": 1, "N_": 1, "phrase": 1, "say": 1, "nphrase": 2, "Sentence": 1}
 LESSON_CALLS = {"phrase": 1, "say": 1, "nphrase": 2}
 FUZZY_MATCH = 0.5  # how alike an old English must be to the new one for its translation to come back, fuzzy
 
@@ -232,9 +226,8 @@ def runtime_messages(root: Path) -> list[Message]:
         if "/lesson_code/" in relative:
             continue  # the lessons' saved cells: read from the lessons themselves
         tree = ast.parse(path.read_text(encoding="utf-8"), relative)
-        messages += _calls(
-            tree, RUNTIME_CALLS, relative
-        )  # a file, no line numbers: they move with every edit
+        # a file, no line numbers: they move with every edit
+        messages += _calls(tree, RUNTIME_CALLS, relative)
     for master in sorted((root / "lessons").glob("[0-9][0-9]_*.ipynb")):
         notebook = json.loads(master.read_text(encoding="utf-8"))
         for cell in notebook["cells"]:
