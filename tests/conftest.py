@@ -1,9 +1,10 @@
 """What every test shares: the tiers, how `make test` shares two cores, and two fixtures.
 
-Tiers (markers, set here from where a test lives, so no test file can forget its own):
-- `browser`: the lessons in JupyterLab in headless Chromium (tests/test_browser.py);
-- `sandbox`: grading in the bubblewrap sandbox (tests/test_grading.py, tests/test_sandbox.py);
-- `notebooks`: a whole lesson edition run by nbval (notebooks/solutions/).
+Tiers (markers):
+- `browser`: the lessons in JupyterLab in headless Chromium (tests/test_browser.py marks its tests);
+- `sandbox`: grading in the bubblewrap sandbox (tests/test_sandbox.py, and tests/test_grading.py's
+  tests that need it, marked by its `needs_sandbox`);
+- `notebooks`: a whole lesson edition run by nbval (notebooks/solutions/; marked here).
 `make test-fast` runs everything else; `make test` runs all of it.
 
 Two cores: `make test` runs pytest-xdist with two workers. Each worker takes whole units of work
@@ -63,17 +64,6 @@ def unit_of(nodeid: str) -> str:
     return path
 
 
-def tier_of(nodeid: str) -> str | None:
-    path = nodeid.split("::", 1)[0]
-    if path == BROWSER_FILE:
-        return "browser"
-    if path in SANDBOX_FILES:
-        return "sandbox"
-    if path.endswith(".ipynb"):
-        return "notebooks"
-    return None
-
-
 def pytest_configure(config):
     if os.environ.get("PYTEST_XDIST_WORKER"):  # one compute thread per worker, for everything it starts
         for variable in THREAD_VARIABLES:
@@ -82,9 +72,8 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        tier = tier_of(item.nodeid)
-        if tier is not None:
-            item.add_marker(getattr(pytest.mark, tier))
+        if item.nodeid.split("::", 1)[0].endswith(".ipynb"):  # nbval's cells carry no marks of their own
+            item.add_marker(pytest.mark.notebooks)
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, which `make test-lowest` runs without

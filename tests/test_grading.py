@@ -32,10 +32,15 @@ LESSONS = lessons.lesson_names()
 SANDBOX = sandbox.sandbox_problem()
 # `make test` installs bubblewrap and sets EFFITRAIN_REQUIRE_SANDBOX: there, no sandbox is a
 # failure, not a skip.
-needs_sandbox = pytest.mark.skipif(
+SKIP_WITHOUT_SANDBOX = pytest.mark.skipif(
     SANDBOX is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
     reason=f"no sandbox here: {SANDBOX}",
 )
+
+
+def needs_sandbox(test):
+    """A test that grades in the sandbox: the `sandbox` tier (left out of `make test-fast`)."""
+    return pytest.mark.sandbox(SKIP_WITHOUT_SANDBOX(test))
 
 
 def edition(name: str, kind: str) -> dict:

@@ -16,10 +16,13 @@ from effitrain_lessons.course import sandbox
 from effitrain_lessons.course.lessons import ROOT
 
 PROBLEM = sandbox.sandbox_problem()
-pytestmark = pytest.mark.skipif(
-    PROBLEM is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
-    reason=f"no sandbox here: {PROBLEM}",
-)
+pytestmark = [
+    pytest.mark.sandbox,
+    pytest.mark.skipif(
+        PROBLEM is not None and not os.environ.get("EFFITRAIN_REQUIRE_SANDBOX"),
+        reason=f"no sandbox here: {PROBLEM}",
+    ),
+]
 
 
 def inside(
