@@ -30,7 +30,7 @@ def train(model, train_set, validation_set, epochs=2, batch_size=16, accumulatio
         model, optimizer, train_loader, eval_loader, lr_scheduler)
 
     model.train()
-    for epoch in range(epochs):
+    for _ in range(epochs):
         for batch in train_loader:
             with accelerator.accumulate(model):  # New: accumulation
                 outputs = model(**batch)  # the whole batch: attention_mask and token_type_ids too

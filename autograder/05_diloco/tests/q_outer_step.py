@@ -33,7 +33,7 @@ test = {   'name': 'q_outer_step',
                                                '...     mine, momenta = ([t.clone() for t in theta], [torch.zeros_like(t) for t in theta])\n'
                                                '...     reference = [t.clone().requires_grad_(True) for t in theta]\n'
                                                '...     optimizer = torch.optim.SGD(reference, lr=lr, momentum=momentum, nesterov=momentum > 0)\n'
-                                               '...     for round_ in range(rounds):\n'
+                                               '...     for _ in range(rounds):\n'
                                                '...         workers = [[t + torch.randn(t.shape, generator=generator) for t in mine] for _ in range(3)]\n'
                                                '...         average = [sum((worker[i] for worker in workers)) / 3 for i in range(len(mine))]\n'
                                                '...         outer_step_by_hand(mine, workers, momenta, lr=lr, momentum=momentum)\n'
