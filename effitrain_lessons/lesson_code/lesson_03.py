@@ -14,20 +14,41 @@ from transformers import get_linear_schedule_with_warmup
 from effitrain_lessons.metrics import compute_metrics
 
 
-def train(model, train_set, validation_set, epochs=2, batch_size=16, accumulation=2, learning_rate=1e-3,
-          checkpointing=True, seed=0, cpu=False):
-    accelerator = Accelerator(gradient_accumulation_steps=accumulation, cpu=cpu)  # New: accumulation
+def train(
+    model,
+    train_set,
+    validation_set,
+    epochs=2,
+    batch_size=16,
+    accumulation=2,
+    learning_rate=1e-3,
+    checkpointing=True,
+    seed=0,
+    cpu=False,
+):
+    # New: accumulation
+    accelerator = Accelerator(gradient_accumulation_steps=accumulation, cpu=cpu)
     if checkpointing:
-        model.config.use_cache = False  # BERT keeps no cache; transformers would warn that it cannot
-        model.activation_checkpointing_enable()  # New: checkpointing (gradient_checkpointing_enable before transformers 5)
-    train_loader = DataLoader(train_set, batch_size=batch_size, shuffle=True, generator=torch.Generator().manual_seed(seed))
+        # BERT keeps no cache; transformers would warn that it cannot
+        model.config.use_cache = False
+        # New: checkpointing (gradient_checkpointing_enable before transformers 5)
+        model.activation_checkpointing_enable()
+    train_loader = DataLoader(
+        train_set,
+        batch_size=batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(seed),
+    )
     eval_loader = DataLoader(validation_set, batch_size=100)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
-    # New: sized in optimizer steps, from the whole data set, before prepare() shards it between processes
+    # New: sized in optimizer steps, from the whole data set, before prepare() shards it
     steps = math.ceil(len(train_loader) / accumulation) * epochs
-    lr_scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=steps // 10, num_training_steps=steps)
+    lr_scheduler = get_linear_schedule_with_warmup(
+        optimizer, num_warmup_steps=steps // 10, num_training_steps=steps
+    )
     model, optimizer, train_loader, eval_loader, lr_scheduler = accelerator.prepare(
-        model, optimizer, train_loader, eval_loader, lr_scheduler)
+        model, optimizer, train_loader, eval_loader, lr_scheduler
+    )
 
     model.train()
     for _ in range(epochs):
@@ -45,7 +66,9 @@ def train(model, train_set, validation_set, epochs=2, batch_size=16, accumulatio
     with torch.no_grad():
         for batch in eval_loader:
             outputs = model(**batch)
-            batch_logits, batch_labels = accelerator.gather_for_metrics((outputs.logits, batch["labels"]))
+            batch_logits, batch_labels = accelerator.gather_for_metrics(
+                (outputs.logits, batch["labels"])
+            )
             logits.append(batch_logits.float().cpu())
             labels.append(batch_labels.cpu())
     return compute_metrics((torch.cat(logits).numpy(), torch.cat(labels).numpy()))

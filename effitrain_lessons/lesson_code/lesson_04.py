@@ -12,16 +12,25 @@ from torch.utils.data import DataLoader
 
 def train(config, model, train_set):
     accelerator = Accelerator(gradient_accumulation_steps=config.accumulation, cpu=config.cpu)
-    dataloader = DataLoader(train_set, batch_size=config.batch_size, shuffle=True,
-                            generator=torch.Generator().manual_seed(config.seed))
+    dataloader = DataLoader(
+        train_set,
+        batch_size=config.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(config.seed),
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     model, optimizer, dataloader = accelerator.prepare(model, optimizer, dataloader)
 
     model.train()
-    with LocalSGD(accelerator=accelerator, model=model, local_sgd_steps=config.k,  # New: Local SGD
-                  enabled=config.mode == "local_sgd") as local_sgd:
+    with LocalSGD(
+        accelerator=accelerator,
+        model=model,
+        local_sgd_steps=config.k,  # New: Local SGD
+        enabled=config.mode == "local_sgd",
+    ) as local_sgd:
         step = 0
-        while step < config.steps:  # config.steps micro-batches, over as many passes of the data as they take
+        # config.steps micro-batches, over as many passes of the data as they take
+        while step < config.steps:
             for batch in dataloader:
                 with accelerator.accumulate(model):
                     loss = model(**batch).loss

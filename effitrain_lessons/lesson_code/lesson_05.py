@@ -56,21 +56,33 @@ def fragments_of(parameters, count):
 
 def train(config, model, train_set):
     accelerator = Accelerator(cpu=config.cpu)
-    dataloader = DataLoader(train_set, batch_size=config.batch_size, shuffle=True,
-                            generator=torch.Generator().manual_seed(config.seed))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)  # the inner optimizer
+    dataloader = DataLoader(
+        train_set,
+        batch_size=config.batch_size,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(config.seed),
+    )
+    # the inner optimizer
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate)
     model, optimizer, dataloader = accelerator.prepare(model, optimizer, dataloader)
 
     diloco = config.mode == "diloco"
     parameters = list(model.parameters())
-    global_parameters = [parameter.detach().clone() for parameter in parameters]  # New: the global copy
-    outer_optimizer = torch.optim.SGD(global_parameters, lr=config.outer_lr, momentum=config.outer_momentum,
-                                      nesterov=config.outer_momentum > 0)  # New: the outer optimizer
+    # New: the global copy
+    global_parameters = [parameter.detach().clone() for parameter in parameters]
+    # New: the outer optimizer
+    outer_optimizer = torch.optim.SGD(
+        global_parameters,
+        lr=config.outer_lr,
+        momentum=config.outer_momentum,
+        nesterov=config.outer_momentum > 0,
+    )
     fragments = fragments_of(parameters, config.fragments)  # New: one fragment unless streaming
     every = config.h // config.fragments  # New: H inner steps (streaming: H / fragments)
 
     model.train()
-    with accelerator.no_sync(model) if diloco else contextlib.nullcontext():  # New: no gradient all-reduce
+    # New: no gradient all-reduce
+    with accelerator.no_sync(model) if diloco else contextlib.nullcontext():
         step = 0
         while step < config.steps:
             for batch in dataloader:
@@ -81,7 +93,11 @@ def train(config, model, train_set):
                 step += 1
                 if diloco and step % every == 0:  # New: the outer step
                     fragment = fragments[(step // every - 1) % config.fragments]
-                    outer_step([parameters[i] for i in fragment], [global_parameters[i] for i in fragment],
-                               outer_optimizer, config)
+                    outer_step(
+                        [parameters[i] for i in fragment],
+                        [global_parameters[i] for i in fragment],
+                        outer_optimizer,
+                        config,
+                    )
                 if step == config.steps:
                     break
