@@ -1,7 +1,7 @@
 """Lesson 5: from Local SGD to DiLoCo, on the real processes of lesson 4.
 
 The algorithm is the lesson's own: `train(config, model, train_set)`, lesson 4's loop with an outer
-step every H inner steps, written in a `#@save` cell (built into
+step every H inner steps, written in a `# @save` cell (built into
 `effitrain_lessons/lesson_code/lesson_05.py`). It runs and is measured as lesson 4's loop is, by
 `effitrain_lessons.distributed_runs`, which the two lessons share: `launch` forks the processes,
 `measured_run` counts every all-reduce from outside the loop and fingerprints the parameters. This
@@ -219,7 +219,7 @@ def _lesson_05_loop():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run lesson 5's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
+    """Run lesson 5's loop (its `# @save` cell) in this process under a launcher, counting all-reduces."""
     config = command_line(
         DiLoCoConfig,
         argv,

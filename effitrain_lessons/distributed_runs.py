@@ -1,6 +1,6 @@
 """A measured training run in several processes: its configuration, what each process counted, the launch.
 
-Shared by lessons 4 and 5, which run their own training loop (a `#@save` cell each) in real
+Shared by lessons 4 and 5, which run their own training loop (a `# @save` cell each) in real
 processes and measure it from outside, the same way: lesson 4's Local SGD against data parallel,
 lesson 5's DiLoCo (`diloco.DiLoCoConfig` extends `RunConfig`). Neither lesson owns the machinery, so
 it lives here, under the name of what it makes: distributed training runs. (Not plain `runs`: that

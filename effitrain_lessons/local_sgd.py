@@ -1,7 +1,7 @@
 """Lesson 4: Local SGD with Accelerate on real processes, with its communication counted from outside.
 
 The training loop is the lesson's own: `train(config, model, train_set)`, slide 9's loop, written in
-a `#@save` cell (built into `effitrain_lessons/lesson_code/lesson_04.py`). The lesson runs it with
+a `# @save` cell (built into `effitrain_lessons/lesson_code/lesson_04.py`). The lesson runs it with
 `effitrain_lessons.distributed_runs`, which lesson 5 shares: `launch(configs, train,
 num_processes=2)` forks real worker processes from a notebook (gloo on the CPU), runs that loop for
 every configuration in them one after the other, and returns what each process measured: its rank
@@ -173,7 +173,7 @@ def _lesson_04_loop():
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run lesson 4's loop (its `#@save` cell) in this process, under a launcher, counting its all-reduces."""
+    """Run lesson 4's loop (its `# @save` cell) in this process under a launcher, counting all-reduces."""
     config = command_line(
         distributed_runs.RunConfig,
         argv,

@@ -1,6 +1,6 @@
 """Lesson 3: slide 6's Accelerator loop, watched from outside, and run as a module anywhere.
 
-The loop itself is `train(...)`, which lesson 03 writes in a `#@save` cell; the build copies it into
+The loop itself is `train(...)`, which lesson 03 writes in a `# @save` cell; the build copies it into
 `effitrain_lessons/lesson_code/lesson_03.py`, and this module runs that copy, so the notebook, a CPU
 script and a launch on many GPUs and machines all run the learner's loop:
 
@@ -236,7 +236,7 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run lesson 03's loop (its `#@save` cell) with the settings on the command line."""
+    """Run lesson 03's loop (its `# @save` cell) with the settings on the command line."""
     config = command_line(
         LoopConfig,
         argv,

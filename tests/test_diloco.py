@@ -1,6 +1,6 @@
 """Tests for lesson 5: DiLoCo's outer step in lesson 4's loop, on real processes (2, gloo, CPU).
 
-The lesson's loop is `effitrain_lessons/lesson_code/lesson_05.py` (built from the lesson's `#@save`
+The lesson's loop is `effitrain_lessons/lesson_code/lesson_05.py` (built from the lesson's `# @save`
 cell). Three things hold it: the rule its synchronizations follow, counted by lesson 4's
 instrumentation; its equivalence with `accelerate`'s `LocalSGD` (lesson 4's loop) when the outer
 optimizer is SGD at lr 1 without momentum; and a second, plainly written single-process simulation

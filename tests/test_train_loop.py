@@ -117,7 +117,7 @@ def test_two_micro_batches_of_8_give_the_gradients_of_one_batch_of_16(train_rows
     assert largest > 1e-3
 
 
-# --- the loop (lesson 03's #@save cell), watched from outside -----------------------------------
+# --- the loop (lesson 03's # @save cell), watched from outside -----------------------------------
 
 
 def test_the_lessons_loop_runs_and_is_watched_from_outside(train_rows):

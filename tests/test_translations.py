@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import ast
 import io
 import json
 import re
@@ -78,14 +79,32 @@ def source(cell: dict) -> str:
 
 
 def code_tokens(code: str, blank_strings: bool = False) -> list[tuple[int, str]]:
-    """`code`'s tokens without its comments (and, with `blank_strings`, without the strings' values)."""
+    """`code`'s tokens without its comments and the line breaks that end no statement (a translated
+    comment may take two lines); with `blank_strings`, adjacent string literals are one string whose
+    value is left out (a translated message may be cut into literals elsewhere)."""
     tokens = []
     for token in tokenize.generate_tokens(io.StringIO(code).readline):
-        if token.type == tokenize.COMMENT:
+        if token.type in (tokenize.COMMENT, tokenize.NL):
             continue
-        text = "<string>" if blank_strings and token.type == tokenize.STRING else token.string
-        tokens.append((token.type, text))
+        if blank_strings and token.type == tokenize.STRING:
+            if tokens and tokens[-1] == (tokenize.STRING, "<string>"):
+                continue
+            tokens.append((tokenize.STRING, "<string>"))
+        else:
+            tokens.append((token.type, token.string))
     return tokens
+
+
+def string_values(code: str) -> list[str]:
+    """The values of `code`'s strings, adjacent literals joined as Python joins them."""
+    values, pieces = [], []
+    for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        if token.type == tokenize.STRING:
+            pieces.append(ast.literal_eval(token.string))
+        elif token.type not in (tokenize.COMMENT, tokenize.NL) and pieces:
+            values.append("".join(pieces))
+            pieces = []
+    return values
 
 
 def fences(markdown: str) -> list[str]:
@@ -263,11 +282,8 @@ def test_a_turkish_edition_runs_the_english_code_token_for_token(name, kind):
             assert source(en) == source(tr), f"{name} {kind}: raw cell {en['id']} differs"
     assert compared >= 5
     setup_en, setup_tr = source(english["cells"][0]), source(turkish["cells"][0])
-    strings = lambda code: [t for t in code_tokens(code) if t[0] == tokenize.STRING]  # noqa: E731
-    differ = [(a, b) for a, b in zip(strings(setup_en), strings(setup_tr)) if a != b]
-    assert [b for _, b in differ][-1] == (tokenize.STRING, '"tr"') and len(
-        differ
-    ) == 2  # the message and the language
+    differ = [(a, b) for a, b in zip(string_values(setup_en), string_values(setup_tr)) if a != b]
+    assert len(differ) == 2 and differ[-1][1] == "tr"  # the message and the language
 
 
 @pytest.mark.parametrize("name", LESSONS)

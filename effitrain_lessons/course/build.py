@@ -14,7 +14,7 @@ tests, with no otter in the learner's kernel). Tests live in the notebook's meta
 notebook file in the kernel's working folder (the notebook's own folder under JupyterLab and nbval)
 or, where the notebook is not on disk (Colab), from the same lesson installed with the package.
 
-A code cell whose first line is `#@save` is also copied, with a lesson's other saved cells in order,
+A code cell whose first line is `# @save` is also copied, with a lesson's other saved cells in order,
 into `effitrain_lessons/lesson_code/lesson_NN.py` (d2l's convention): the loop a lesson writes in
 a cell is the loop `torchrun` and `accelerate launch` run, not a second copy. A saved cell must be
 plain Python with its own imports, outside any question.
@@ -55,6 +55,7 @@ import os
 import re
 import sys
 import tempfile
+import textwrap
 import time
 import zipfile
 from dataclasses import dataclass
@@ -132,33 +133,56 @@ INIT_COMMENT = N_(
 LANGUAGE_SUFFIX = {"en": "", "tr": "_tr"}  # edition_paths' key suffix for each edition's language
 
 
+CELL_WIDTH = 100  # characters a line in a lesson's code cells, as lessons/ruff.toml holds the masters
+
+
+def comment_lines(text: str, indent: int = 0) -> str:
+    """`text` as comment lines at `indent` spaces, each at most CELL_WIDTH characters."""
+    lines = textwrap.wrap(text, CELL_WIDTH - indent - 2, break_on_hyphens=False, break_long_words=False)
+    return "\n".join(" " * indent + "# " + line for line in lines)
+
+
+def string_lines(text: str, indent: int) -> str:
+    """`text` as adjacent string literals (Python joins them), one a line after the first at `indent`
+    spaces, each line at most CELL_WIDTH characters."""
+    width = CELL_WIDTH - indent - 6  # the quotes, and room for an escaped quote or two
+    pieces = textwrap.wrap(text, width, drop_whitespace=False, break_on_hyphens=False, break_long_words=False)
+    return ("\n" + " " * indent).join(json.dumps(piece, ensure_ascii=False) for piece in pieces)
+
+
 def setup_cell_source(language: str = "en") -> str:
     """The first cell of every edition in `language`: the same code in each, its words translated."""
     _ = translator(language)
-    return f'''\
-# {_(SETUP_COMMENT)}
+    return f"""\
+{comment_lines(_(SETUP_COMMENT))}
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-if "google.colab" in sys.modules:  # {_(COLAB_COMMENT)}
-    report = Path(tempfile.gettempdir(), "effitrain-lessons-install.json")  # {_(REPORT_COMMENT)}
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--report", str(report), "{PIP_REQUIREMENT}"], check=True)
+{comment_lines(_(COLAB_COMMENT))}
+if "google.colab" in sys.modules:
+{comment_lines(_(REPORT_COMMENT), 4)}
+    report = Path(tempfile.gettempdir(), "effitrain-lessons-install.json")
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--report", str(report)]
+    subprocess.run([*pip, "{PIP_REQUIREMENT}"], check=True)
 
 try:
     import effitrain_lessons
 except ImportError:
-    raise ImportError({json.dumps(_(NOT_INSTALLED), ensure_ascii=False)}) from None
+    raise ImportError(
+        {string_lines(_(NOT_INSTALLED), 8)}
+    ) from None
 
 from effitrain_lessons.i18n import use_language
 
-use_language("{language}")  # {_(LANGUAGE_COMMENT)}
+{comment_lines(_(LANGUAGE_COMMENT))}
+use_language("{language}")
 
 if "google.colab" in sys.modules:
     from effitrain_lessons.colab import install_summary
 
-    print(install_summary(report))'''  # noqa: E501 (the setup cell's text: wrapping it changes every edition)
+    print(install_summary(report))"""
 
 
 def build(
@@ -260,17 +284,23 @@ def _assign(master: dict, name: str) -> tuple[dict, dict, dict[str, bytes], set[
         return student, autograder, members, {str(temp), str(temp.resolve())}
 
 
-SAVE_MARK = "#@save"
+# A saved cell's first line, as ruff's formatter writes it; d2l's `#@save`, without the space, is taken too.
+SAVE_MARK = "# @save"
+
+
+def _is_saved(cell: dict, source: str) -> bool:
+    first_line = source.split("\n", 1)[0]
+    return cell["cell_type"] == "code" and first_line.replace(" ", "") == SAVE_MARK.replace(" ", "")
 
 
 def saved_module(name: str, master: dict) -> bytes | None:
-    """The module made of a master's `#@save` cells, or None when it has none."""
+    """The module made of a master's `# @save` cells, or None when it has none."""
     cells, in_question = [], False
     for cell in master["cells"]:
         source = _source(cell)
         if cell["cell_type"] == "raw" and source.lstrip().startswith(("# BEGIN QUESTION", "# END QUESTION")):
             in_question = source.lstrip().startswith("# BEGIN QUESTION")
-        if cell["cell_type"] != "code" or source.split("\n", 1)[0].strip() != SAVE_MARK:
+        if not _is_saved(cell, source):
             continue
         if in_question:
             raise ValueError(
@@ -455,7 +485,7 @@ def _clean(
             # The lessons' grader is the package's (effitrain_lessons.checks), not otter's.
             kept["source"] = (
                 kept["source"]
-                .replace(OTTER_INIT, "# " + translator(language)(INIT_COMMENT), 1)
+                .replace(OTTER_INIT, comment_lines(translator(language)(INIT_COMMENT)), 1)
                 .replace(
                     "import otter\ngrader = otter.Notebook(",
                     "from effitrain_lessons.checks import Notebook\ngrader = Notebook(",

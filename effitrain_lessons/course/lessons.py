@@ -63,7 +63,7 @@ def lesson_names(root: Path = ROOT) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.ipynb") if LESSON_NAME.fullmatch(p.stem))
 
 
-SAVED_DIR = "effitrain_lessons/lesson_code"  # a lesson's `#@save` cells, as a module for launchers
+SAVED_DIR = "effitrain_lessons/lesson_code"  # a lesson's `# @save` cells, as a module for launchers
 
 
 def edition_paths(name: str) -> dict[str, str]:
