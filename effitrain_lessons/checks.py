@@ -132,9 +132,7 @@ class CheckResult:
         return phrase("{failed} of {total} public tests failed.", failed=len(failed), total=len(self.results))
 
     def failures(self) -> list[str]:
-        return [
-            f"{_heading(r)}\n{_indent(r.source)}\n{_indent(r.error)}" for r in self.results if not r.passed
-        ]
+        return [f"{_heading(r)}\n{_indent(r.error)}" for r in self.results if not r.passed]
 
     def __repr__(self) -> str:
         return "\n\n".join([f"{self.question}: {self.summary()}", *self.failures()])
@@ -150,12 +148,13 @@ class CheckResult:
 
 def _failure_html(result: CaseResult) -> str:
     """A failed case as HTML: its heading and the test's sentence (an AssertionError's) as text, the
-    test's code and the traceback as code (they are Python's, in any language)."""
+    traceback as code (it is Python's, in any language). The test's own code is not shown: a public
+    test may hold the answer it checks against."""
     lines = result.error.rstrip("\n").splitlines()
     # a test's sentence; other errors are Python's
     ours = bool(lines) and lines[-1].startswith("AssertionError")
     frames, sentence = "\n".join(lines[:-1] if ours else lines), lines[-1] if ours else ""
-    code = _indent(result.source) + ("\n" + _indent(frames) if frames else "")
+    code = _indent(frames) if frames else ""
     said = f"\n    {html.escape(sentence)}" if sentence else ""
     return f"<pre>{html.escape(_heading(result))}\n<code>{html.escape(code)}</code>{said}</pre>"
 
@@ -206,54 +205,86 @@ class Notebook:
 
 
 def check_prediction(name: str, predicted, measured, why: str = "", rel: float = 0.0) -> None:
-    """The comparison a public test makes: raise a sentence saying what was predicted and what was
-    measured (and `why`, the rule behind the measurement) when they differ.
+    """The comparison a public test makes: when the prediction differs from the measurement, raise a
+    sentence that says how (too high or too low, or of the wrong kind) and `why`, what to re-read.
 
-    Numbers may differ by `rel` of the measurement (0: exactly). Types are compared strictly (an
-    object can claim any class and equal anything). A learner who has not answered yet (`...`) is
-    told to replace it.
+    The measurement itself is never said: it is a graded question's answer. Numbers may differ by
+    `rel` of the measurement (0: exactly). Types are compared strictly (an object can claim any
+    class and equal anything). A learner who has not answered yet (`...`) is told to replace it. A
+    dict of numbers says, key by key, which ones are too high or too low.
     """
     if predicted is Ellipsis:
         raise AssertionError(phrase("{name} is still `...`: replace it with your prediction.", name=name))
     if type(measured) in (int, float):
         if type(predicted) not in (int, float):
-            raise AssertionError(
-                phrase(
-                    "{name} should be a number, like {example}; it is {kind}.",
-                    name=name,
-                    example=_show(measured),
-                    kind=type(predicted).__name__,
-                )
-            )
+            _fail(phrase("{name} should be a number; it is a {kind}.", name=name, kind=_kind(predicted)), why)
         if type(measured) is int and type(predicted) is not int:
-            raise AssertionError(
-                phrase(
-                    "{name} should be a whole number, like {example}; it is {predicted!r}.",
-                    name=name,
-                    example=_show(measured),
-                    predicted=predicted,
-                )
+            _fail(
+                phrase("{name} should be a whole number; it is a {kind}.", name=name, kind=_kind(predicted)),
+                why,
             )
-        same = abs(predicted - measured) <= rel * abs(measured)
-    else:
-        same = type(predicted) is type(measured) and predicted == measured
-    if not same:
-        raise AssertionError(
-            " ".join(
-                filter(
-                    None,
-                    [
-                        phrase(
-                            "You predicted {name} = {predicted}; the measurement is {measured}.",
-                            name=name,
-                            predicted=_show(predicted),
-                            measured=_show(measured),
-                        ),
-                        why,
-                    ],
-                )
+        if abs(predicted - measured) <= rel * abs(measured):
+            return
+        if predicted > measured:
+            said = phrase(
+                "You predicted {name} = {predicted}: too high.", name=name, predicted=_show(predicted)
+            )
+        else:
+            said = phrase(
+                "You predicted {name} = {predicted}: too low.", name=name, predicted=_show(predicted)
+            )
+        _fail(said, why)
+    if type(predicted) is type(measured) and predicted == measured:
+        return
+    if type(predicted) is not type(measured):
+        _fail(
+            phrase(
+                "{name} should be a {kind}; it is a {given}.",
+                name=name,
+                kind=_kind(measured),
+                given=_kind(predicted),
+            ),
+            why,
+        )
+    said = phrase(
+        "You predicted {name} = {predicted}: that is not what was measured.",
+        name=name,
+        predicted=_show(predicted),
+    )
+    if type(measured) is dict and set(predicted) == set(measured):
+        high = [
+            key
+            for key in measured
+            if _number(predicted[key]) and _number(measured[key]) and predicted[key] > measured[key]
+        ]
+        low = [
+            key
+            for key in measured
+            if _number(predicted[key]) and _number(measured[key]) and predicted[key] < measured[key]
+        ]
+        said = " ".join(
+            filter(
+                None,
+                [
+                    said,
+                    phrase("Too high: {keys}.", keys=", ".join(map(repr, high))) if high else "",
+                    phrase("Too low: {keys}.", keys=", ".join(map(repr, low))) if low else "",
+                ],
             )
         )
+    _fail(said, why)
+
+
+def _fail(said: str, why: str):
+    raise AssertionError(" ".join(filter(None, [said, why])))
+
+
+def _number(value) -> bool:
+    return type(value) in (int, float)
+
+
+def _kind(value) -> str:
+    return type(value).__name__
 
 
 def _show(value) -> str:

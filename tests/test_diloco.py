@@ -313,8 +313,7 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
         )
     )
     assert (
-        "You predicted predicted_syncs = 4; the measurement is 3. Counted in process 0: "
-        "outer steps after steps [6, 12, 18]" in one_too_many
+        "You predicted predicted_syncs = 4: too high. Counted in process 0. Re-read section 4" in one_too_many
     )
 
 

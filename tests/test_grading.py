@@ -908,7 +908,8 @@ def test_learners_are_not_told_all_tests_passed_while_hidden_tests_remain():
     assert repr(solution) == f"q: {checks.ALL_PASSED}"
     failing = checks.CheckResult("q", (checks.run_case(public[0], 1, {"x": 2}),))
     assert not failing.passed and "1 of 1 public tests failed" in repr(failing)
-    assert "assert x == 1" in repr(failing) and "AssertionError" in repr(failing)
+    # the test's source is not shown (a public test may hold its answer); its error is
+    assert "assert x == 1" not in repr(failing) and "AssertionError" in repr(failing)
 
 
 def test_every_edition_uses_the_honest_grader():

@@ -269,8 +269,8 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
         grader.check("q_predict_syncs", {"predicted_local_syncs": 20 // 6, "predicted_ddp_syncs": 20})
     )
     assert (
-        "You predicted predicted_local_syncs = 3; the measurement is 4. Counted in process 0: averages after "
-        "steps [-1, 6, 12, 18]" in off_by_one
+        "You predicted predicted_local_syncs = 3: too low. Counted in process 0. Re-read section 3"
+        in off_by_one
     )
 
     def broken(accelerator, model, optimizer, dataloader):

@@ -1,5 +1,7 @@
 """The self-check quiz and the public checks' comparison with a measurement."""
 
+import re
+
 import pytest
 
 from effitrain_lessons.checks import check_prediction
@@ -53,20 +55,86 @@ def test_a_malformed_question_is_refused(kwargs, message):
 def test_a_prediction_is_compared_with_the_measurement():
     check_prediction("tensor_bytes", 65_536, 65_536)
     check_prediction("ratio", 1.30, 1.333, rel=0.05)
-    with pytest.raises(
-        AssertionError, match=r"You predicted tensor_bytes = 16,384; the measurement is 65,536\. 4 bytes"
-    ):
+    with pytest.raises(AssertionError, match=r"You predicted tensor_bytes = 16,384: too low\. 4 bytes"):
         check_prediction("tensor_bytes", 16_384, 65_536, why="4 bytes per float32.")
+    with pytest.raises(AssertionError, match=r"You predicted tensor_bytes = 262,144: too high\."):
+        check_prediction("tensor_bytes", 262_144, 65_536)
     with pytest.raises(AssertionError, match="still `...`"):
         check_prediction("tensor_bytes", ..., 65_536)
-    with pytest.raises(AssertionError, match="should be a whole number, like 65,536; it is 65536.0"):
+    with pytest.raises(AssertionError, match="should be a whole number; it is a float"):
         check_prediction("tensor_bytes", 65536.0, 65_536)
-    with pytest.raises(AssertionError, match="should be a number"):
+    with pytest.raises(AssertionError, match="should be a number; it is a str"):
         check_prediction("tensor_bytes", "65536", 65_536)
     with pytest.raises(
-        AssertionError, match=r"You predicted recomputed = \{'mm': 1\}; the measurement is \{'mm': 0\}"
+        AssertionError,
+        match=r"You predicted recomputed = \{'mm': 1, 'relu': 0\}: that is not what was measured\. "
+        r"Too high: 'mm'\. Too low: 'relu'\.",
     ):
-        check_prediction("recomputed", {"mm": 1}, {"mm": 0})
+        check_prediction("recomputed", {"mm": 1, "relu": 0}, {"mm": 0, "relu": 1})
+    with pytest.raises(AssertionError, match="recomputed should be a dict; it is a list"):
+        check_prediction("recomputed", [0, 1], {"mm": 0, "relu": 1})
+
+
+MEASURED = 394_240
+
+
+def printed_forms(value) -> list[str]:
+    """Every way the measurement could be printed: plain, grouped (English, Turkish, spaced), repr."""
+    grouped = f"{value:,}"
+    return [
+        str(value),
+        repr(value),
+        grouped,
+        grouped.replace(",", "."),
+        grouped.replace(",", " "),
+        f"{value:_}",
+    ]
+
+
+@pytest.mark.parametrize(
+    "predicted",
+    [394_241, 394_239, 100, 10**9, 394_240.5, 3.5, "394240", None, [394_240], {"bytes": 1}],
+    ids=repr,
+)
+@pytest.mark.parametrize("language", ["en", "tr"])
+def test_a_wrong_prediction_is_never_told_the_measurement(predicted, language, monkeypatch):
+    from effitrain_lessons import i18n
+
+    monkeypatch.setattr(i18n, "language", lambda: language)
+    for measured, rel in ((MEASURED, 0.0), (float(MEASURED), 0.0), (MEASURED, 1e-7)):
+        with pytest.raises(AssertionError) as failed:
+            check_prediction("layer_bytes", predicted, measured, rel=rel, why="Re-read section 2.2.")
+        said = str(failed.value)
+        assert "Re-read section 2.2." in said
+        for form in printed_forms(measured) + printed_forms(MEASURED):  # as a whole number, not inside one
+            assert not re.search(rf"(?<![\w.,]){re.escape(form)}(?!\w|[.,]\d)", said), (form, said)
+
+
+@pytest.mark.parametrize(
+    "predicted, direction", [(394_241, "too high"), (394_239, "too low"), (3.5, "too low")]
+)
+def test_a_wrong_number_is_told_its_direction(predicted, direction):
+    with pytest.raises(AssertionError, match=direction):
+        check_prediction("layer_bytes", predicted, 394_240.0)
+
+
+def test_a_wrong_number_is_told_its_direction_in_turkish(monkeypatch):
+    from effitrain_lessons import i18n
+
+    monkeypatch.setattr(i18n, "language", lambda: "tr")
+    with pytest.raises(AssertionError, match="fazla yüksek"):
+        check_prediction("layer_bytes", 394_241, 394_240)
+    with pytest.raises(AssertionError, match="bir tam sayı olmalı; ama türü float"):
+        check_prediction("layer_bytes", 394_240.0, 394_240)
+
+
+def test_a_failed_check_does_not_print_its_test_source():
+    from effitrain_lessons.checks import Case, CheckResult, run_case
+
+    source = "secret = 394240\nassert answer == secret, 'too low'\n"
+    result = CheckResult("q", (run_case(Case(source, False), 1, {"answer": 1}),))
+    shown = repr(result) + result._repr_html_()
+    assert "too low" in shown and "394240" not in shown and "secret" not in shown
 
 
 def test_a_prediction_that_only_claims_to_be_a_number_fails():
@@ -87,7 +155,7 @@ def test_a_prediction_that_only_claims_to_be_a_number_fails():
 
     with pytest.raises(AssertionError, match="should be a number"):
         check_prediction("tensor_bytes", Claims(), 65_536)
-    with pytest.raises(AssertionError, match="You predicted recomputed = Claims"):
+    with pytest.raises(AssertionError, match="recomputed should be a dict; it is a Claims"):
         check_prediction("recomputed", Claims(), {"mm": 0})
 
 

@@ -286,7 +286,7 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured(tmp_path):
             "q_effective_batch", {"predicted_effective_batch": 12 * 2, "predicted_optimizer_steps": 16}
         )
     )
-    assert "You predicted predicted_effective_batch = 24; the measurement is 12. Counted: the rows" in wrong
+    assert "You predicted predicted_effective_batch = 24: too high. Counted: the rows" in wrong
 
     over = TrainingArguments(str(tmp_path), per_device_train_batch_size=32, gradient_accumulation_steps=1)
     message = repr(grader.check("q_memory_budget", {"budget_args": over}))

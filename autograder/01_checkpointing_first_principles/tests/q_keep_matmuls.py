@@ -17,8 +17,7 @@ test = {   'name': 'q_keep_matmuls',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> assert type(predicted_recomputations) is dict, phrase(\'predicted_recomputations should be a dict like {example}\', example=\'{"mm": 0, "relu": '
-                                               "0}')\n"
+                                               '>>> assert type(predicted_recomputations) is dict, phrase(\'predicted_recomputations should be a dict: a whole number for "mm", one for "relu"\')\n'
                                                ">>> assert all((type(op) is str for op in predicted_recomputations)) and set(predicted_recomputations) == {'mm', 'relu'}, phrase('predict for exactly "
                                                'two ops: "mm" and "relu"\')\n'
                                                ">>> assert all((type(n) is int and n >= 0 for n in predicted_recomputations.values())), phrase('counts are whole numbers')\n"
@@ -28,14 +27,17 @@ test = {   'name': 'q_keep_matmuls',
                                    {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
-                                               '>>> from effitrain_lessons.checkpointing import two_matmuls\n'
+                                               '>>> from effitrain_lessons.checkpointing import keep_ops_policy, two_matmuls\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.tracing import trace_step\n'
-                                               '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
-                                               'context_fn=partial(create_selective_checkpoint_contexts, keep_matmuls)), matmul_inputs)\n'
-                                               ">>> measured = {'mm': traced.recomputations('mm'), 'relu': traced.recomputations('relu')}\n"
-                                               ">>> assert measured == {'mm': 0, 'relu': 1}, phrase('with your policy the backward pass recomputed {measured}: keeping the products means mm is never "
-                                               "recomputed, and the ReLU between them is, once', measured=measured)\n"
+                                               '>>> def recomputed(policy):\n'
+                                               '...     return trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
+                                               'context_fn=partial(create_selective_checkpoint_contexts, policy)), matmul_inputs)\n'
+                                               '>>> traced = recomputed(keep_matmuls)\n'
+                                               '>>> wanted = recomputed(keep_ops_policy([torch.ops.aten.mm.default]))\n'
+                                               '>>> assert all((traced.recomputations(op) == wanted.recomputations(op) for op in (\'mm\', \'relu\'))), phrase("with your policy the backward pass '
+                                               "recomputes other ops than part 1's policy does: keep the output of every torch.ops.aten.mm.default and recompute the rest (re-read section 2, If B is "
+                                               'expensive to recompute, keep B)")\n'
                                                '>>> for name in plain_matmuls.gradients:\n'
                                                "...     torch.testing.assert_close(traced.gradients[name], plain_matmuls.gradients[name], msg=phrase('the gradient of {name} changed', name=name))\n",
                                        'hidden': False,
@@ -51,9 +53,10 @@ test = {   'name': 'q_keep_matmuls',
                                                '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
                                                'context_fn=partial(create_selective_checkpoint_contexts, keep_products)), matmul_inputs)\n'
                                                ">>> check_prediction('predicted_recomputations', dict(predicted_recomputations), {'mm': traced.recomputations('mm'), 'relu': "
-                                               "traced.recomputations('relu')}, why=phrase('A kept product is never recomputed; the ReLU between the products runs again once.'))\n"
-                                               ">>> check_prediction('predicted_kept_bytes', predicted_kept_bytes, traced.kept_bytes, rel=0.01, why=phrase('The cache keeps both products, (32 x 128 + "
-                                               "32 x 64) float32 numbers, even the second that backward does not need.'))\n",
+                                               "traced.recomputations('relu')}, why=phrase('Re-read section 2, If B is expensive to recompute, keep B: which outputs the policy keeps, and which ops "
+                                               "run again because the backward pass needs what they computed.'))\n"
+                                               ">>> check_prediction('predicted_kept_bytes', predicted_kept_bytes, traced.kept_bytes, rel=0.01, why=phrase('Re-read the hint: the cache keeps every "
+                                               "output the policy answers MUST_SAVE for, whether the backward pass needs it or not; count their elements, at 4 bytes each.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from functools import partial\n'

@@ -15,9 +15,11 @@ test = {   'name': 'q_scheduler_length',
                                                '>>> check_steps = optimizer_steps(10, 3, 2)\n'
                                                ">>> assert type(check_steps) is int, phrase('optimizer_steps should return a whole number of steps')\n"
                                                '>>> check_rates = measure_schedule(check_steps, 10, 3, 2)\n'
-                                               '>>> assert check_rates[-1] == 0 and check_rates[-2] > 0, phrase("measured with 10 micro-batches per epoch, 3 per step, 2 epochs: a schedule sized '
-                                               '{sized} steps ends at {final:.3f} x peak after the loop\'s {steps} optimizer steps; it should end at 0 on the last one", sized=check_steps, '
-                                               'final=check_rates[-1], steps=len(check_rates))\n',
+                                               '>>> assert check_rates[-1] == 0, phrase("measured with 10 micro-batches per epoch, 3 per step, 2 epochs: a schedule sized {sized} steps is still at '
+                                               '{final:.3f} x peak on the loop\'s last optimizer step, so it is too long; it should end at 0 on the last one", sized=check_steps, '
+                                               'final=check_rates[-1])\n'
+                                               '>>> assert check_rates[-2] > 0, phrase("measured with 10 micro-batches per epoch, 3 per step, 2 epochs: a schedule sized {sized} steps reaches 0 '
+                                               'before the loop\'s last optimizer step, so it is too short", sized=check_steps)\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.train_loop import measure_schedule\n'

@@ -8,8 +8,8 @@ test = {   'name': 'q_predict_syncs',
                                                '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
                                                ">>> check_runs = launch([RunConfig(mode='local_sgd', k=6, steps=20, layers=1), RunConfig(mode='ddp', steps=20, layers=1)], lesson_train, "
                                                'num_processes=2)\n'
-                                               ">>> check_prediction('predicted_local_syncs', predicted_local_syncs, check_runs[0][0].synchronizations, why=phrase('Counted in process 0: averages "
-                                               "after steps {steps} (-1: on exit).', steps=check_runs[0][0].sync_steps))\n"
+                                               ">>> check_prediction('predicted_local_syncs', predicted_local_syncs, check_runs[0][0].synchronizations, why=phrase('Counted in process 0. Re-read "
+                                               "section 3, Communication, counted: when LocalSGD averages, and what it does on exit.'))\n"
                                                ">>> check_prediction('predicted_ddp_syncs', predicted_ddp_syncs, check_runs[1][0].synchronizations, why=phrase('Counted in process 0: the steps whose "
                                                "backward all-reduced gradients.'))\n",
                                        'hidden': False,

@@ -7,17 +7,25 @@ test = {   'name': 'q_fit_t4',
                                                '>>> from effitrain_lessons.plan import GPUS, estimate, largest_micro_batch, smallest_accumulation\n'
                                                '>>> def needs(batch, accumulation=1):\n'
                                                "...     return format_bytes(estimate('bert-base-uncased', batch=batch, seq=512, accumulation=accumulation, attention='eager').total)\n"
+                                               ">>> t4 = format_bytes(GPUS['T4'])\n"
                                                ">>> k = smallest_accumulation('bert-base-uncased', 'T4', batch=32, seq=512, attention='eager')\n"
                                                ">>> largest = largest_micro_batch('bert-base-uncased', 'T4', seq=512, attention='eager')\n"
-                                               ">>> for name, yours, right, why in (('smallest_accumulation_t4', smallest_accumulation_t4, k, phrase('With {k} micro-batches of {micro} a step needs "
-                                               "{fits}; with one of 32, {whole} (a T4 has {memory}).', k=k, micro=32 // k, fits=needs(32, k), whole=needs(32), memory=format_bytes(GPUS['T4']))), "
-                                               "('largest_micro_batch_t4', largest_micro_batch_t4, largest, phrase('A batch of {largest} needs {fits}, one of {more} {over} (a T4 has {memory}).', "
-                                               "largest=largest, fits=needs(largest), more=largest + 1, over=needs(largest + 1), memory=format_bytes(GPUS['T4'])))):\n"
+                                               ">>> for name, yours in (('smallest_accumulation_t4', smallest_accumulation_t4), ('largest_micro_batch_t4', largest_micro_batch_t4)):\n"
                                                "...     assert yours is not ..., phrase('{name} is still `...`: replace it with your answer.', name=name)\n"
-                                               "...     assert type(yours) is int, phrase('{name} should be a whole number, like {example}; it is {kind}.', name=name, example=right, "
-                                               'kind=type(yours).__name__)\n'
-                                               '...     assert yours == right, phrase("You found {name} = {yours}; the planner\'s solver finds {right}. {why}", name=name, yours=yours, right=right, '
-                                               'why=why)\n',
+                                               "...     assert type(yours) is int, phrase('{name} should be a whole number; it is a {kind}.', name=name, kind=type(yours).__name__)\n"
+                                               ">>> assert smallest_accumulation_t4 >= 1 and 32 % smallest_accumulation_t4 == 0, phrase('smallest_accumulation_t4 should divide 32 (1, 2, 4, 8, 16 or "
+                                               "32); it is {yours}.', yours=smallest_accumulation_t4)\n"
+                                               ">>> assert smallest_accumulation_t4 <= k, phrase('You found smallest_accumulation_t4 = {yours}: too many. With {yours} micro-batches of {micro} a step "
+                                               "needs {fits} (a T4 has {memory}): try fewer.', yours=smallest_accumulation_t4, micro=32 // smallest_accumulation_t4, fits=needs(32, "
+                                               'smallest_accumulation_t4), memory=t4)\n'
+                                               '>>> assert smallest_accumulation_t4 >= k, phrase("You found smallest_accumulation_t4 = {yours}: too few. With {yours} micro-batches of {micro} a step '
+                                               'needs {over}, more than a T4\'s {memory}.", yours=smallest_accumulation_t4, micro=32 // smallest_accumulation_t4, over=needs(32, '
+                                               'smallest_accumulation_t4), memory=t4)\n'
+                                               ">>> assert largest_micro_batch_t4 >= 1, phrase('largest_micro_batch_t4 is a batch size: at least 1; it is {yours}.', yours=largest_micro_batch_t4)\n"
+                                               '>>> assert largest_micro_batch_t4 <= largest, phrase("You found largest_micro_batch_t4 = {yours}: too large. A batch of {yours} needs {over}, more '
+                                               'than a T4\'s {memory}.", yours=largest_micro_batch_t4, over=needs(largest_micro_batch_t4), memory=t4)\n'
+                                               ">>> assert largest_micro_batch_t4 >= largest, phrase('You found largest_micro_batch_t4 = {yours}: too small. A batch of {yours} needs {fits} (a T4 has "
+                                               "{memory}): a larger one fits too.', yours=largest_micro_batch_t4, fits=needs(largest_micro_batch_t4), memory=t4)\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.plan import estimate\n'
