@@ -1,0 +1,236 @@
+"""A public check never tells the answer it checks against (STYLE.md, "A check teaches without telling").
+
+Each graded question's public tests run, in this process, on a deliberately wrong answer: the cells
+of the solution edition that the question needs (tagged `setup-for:<question>`, as the grader picks
+them), then the wrong answer in place of the answer cell, then the public test cases through
+`grader.check`'s own machinery. What the learner would read (the check's text and its HTML) must not
+contain the right answer: the value the solution's answer gives, in any form a number is printed in,
+nor a line of the solution's code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+
+import pytest
+import torch
+
+from effitrain_lessons import checks
+from effitrain_lessons.course import grade
+from effitrain_lessons.course.lessons import load_lesson
+
+# question -> (lesson, expressions whose value under the solution is the answer a check must not show)
+RIGHT = {
+    "q_bytes": ("00_start_here", ["tensor_bytes((8, 32, 64), torch.float32)"]),
+    "q_checkpoint_block": ("01_checkpointing_first_principles", []),
+    "q_keep_matmuls": (
+        "01_checkpointing_first_principles",
+        ["predicted_recomputations", "predicted_kept_bytes"],
+    ),
+    "q_memory_budget": ("02_checkpointing_with_trainer", []),
+    "q_effective_batch": (
+        "02_checkpointing_with_trainer",
+        ["predicted_effective_batch", "predicted_optimizer_steps"],
+    ),
+    "q_scheduler_length": (
+        "03_checkpointing_with_accelerator",
+        ["optimizer_steps(40, 4, 2)", "optimizer_steps(10, 3, 2)"],
+    ),
+    "q_checkpoint_on": ("03_checkpointing_with_accelerator", []),
+    "q_predict_syncs": ("04_local_sgd", ["predicted_local_syncs", "predicted_ddp_syncs"]),
+    "q_fix_loop": ("04_local_sgd", []),
+    "q_outer_step": ("05_diloco", []),
+    "q_predict_calls": (
+        "05_diloco",
+        ["predicted_syncs", "predicted_calls_bucketed", "predicted_calls_per_tensor"],
+    ),
+    "q_layer_bytes": ("06_will_it_fit", ["layer_activation_bytes(32, 2, 64, 4, 256)"]),
+    "q_fit_t4": ("06_will_it_fit", ["smallest_accumulation_t4", "largest_micro_batch_t4"]),
+}
+
+KEEP_MATMULS = """
+def keep_matmuls(ctx, op, *args, **kwargs):
+    is_matmul = op == torch.ops.aten.mm.default
+    return CheckpointPolicy.MUST_SAVE if is_matmul else CheckpointPolicy.PREFER_RECOMPUTE
+"""
+FITS_T4 = """
+def fits_t4(batch, accumulation=1):
+    return estimate(
+        "bert-base-uncased", batch=batch, seq=512, accumulation=accumulation, attention="eager"
+    ).fits("T4")
+"""
+
+# (question, a plausible mistake): each reaches a different public sentence
+WRONG = [
+    ("q_bytes", "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 2\n"),
+    ("q_bytes", "def tensor_bytes(shape, dtype):\n    return 65536.0\n"),
+    ("q_checkpoint_block", "def checkpointed_block(x):\n    return block(x)\n"),
+    # keeps everything: the check of the policy itself fails
+    (
+        "q_keep_matmuls",
+        "def keep_matmuls(ctx, op, *args, **kwargs):\n    return CheckpointPolicy.MUST_SAVE\n\n"
+        'predicted_recomputations = {"mm": 0, "relu": 0}\npredicted_kept_bytes = 1000\n',
+    ),
+    (
+        "q_keep_matmuls",
+        KEEP_MATMULS + 'predicted_recomputations = {"mm": 2, "relu": 0}\npredicted_kept_bytes = 0\n',
+    ),
+    ("q_keep_matmuls", KEEP_MATMULS + "predicted_recomputations = [0, 1]\npredicted_kept_bytes = 0\n"),
+    # the right recomputations, the bytes of the products the backward pass needs only
+    (
+        "q_keep_matmuls",
+        KEEP_MATMULS
+        + 'predicted_recomputations = {"mm": 0, "relu": 1}\npredicted_kept_bytes = 32 * 128 * 4\n',
+    ),
+    (
+        "q_memory_budget",
+        "budget_args = TrainingArguments(OUTPUT_DIR, per_device_train_batch_size=32, "
+        "gradient_accumulation_steps=1, activation_checkpointing=False)\n",
+    ),
+    ("q_effective_batch", "predicted_effective_batch = 4\npredicted_optimizer_steps = 16\n"),
+    ("q_effective_batch", "predicted_effective_batch = 12\npredicted_optimizer_steps = 48\n"),
+    ("q_effective_batch", "predicted_effective_batch = '12'\npredicted_optimizer_steps = 16\n"),
+    (
+        "q_scheduler_length",
+        "def optimizer_steps(batches_per_epoch, accumulation, epochs):\n"
+        "    return -(-batches_per_epoch // accumulation)\n",
+    ),
+    # right on 40 / 4, too short on 10 / 3: only the second public test fails
+    (
+        "q_scheduler_length",
+        "def optimizer_steps(batches_per_epoch, accumulation, epochs):\n"
+        "    return batches_per_epoch // accumulation * epochs\n",
+    ),
+    ("q_checkpoint_on", "def turn_on_checkpointing(model):\n    pass\n"),
+    ("q_predict_syncs", "predicted_local_syncs = 20 // 6\npredicted_ddp_syncs = 20\n"),
+    ("q_fix_loop", "fixed_loop = broken_loop\n"),
+    (
+        "q_outer_step",
+        "def outer_step_by_hand(global_parameters, worker_parameters, momenta, lr=0.7, momentum=0.9):\n"
+        "    for i, theta in enumerate(global_parameters):\n"
+        "        theta.sub_(lr * sum(theta - w[i] for w in worker_parameters) / len(worker_parameters))\n",
+    ),
+    # Local SGD's rule: one more on exit
+    (
+        "q_predict_calls",
+        "predicted_syncs = 20 // 6 + 1\npredicted_calls_bucketed = 20 // 6\n"
+        "predicted_calls_per_tensor = 20 // 6 * tensors\n",
+    ),
+    (
+        "q_predict_calls",
+        "predicted_syncs = 20 // 6\npredicted_calls_bucketed = 20 // 6\n"
+        "predicted_calls_per_tensor = 20 // 6 * (tensors + 1)\n",
+    ),
+    # without attention dropout's mask and output
+    (
+        "q_layer_bytes",
+        "def layer_activation_bytes(s, b, h, a, f, dropout=True):\n"
+        "    return 4 * (10 * s * b * h + 2 * s * b * f + a * s * s * b + 4 * s * b)\n",
+    ),
+    ("q_fit_t4", FITS_T4 + "smallest_accumulation_t4 = 32\nlargest_micro_batch_t4 = 1\n"),
+    ("q_fit_t4", FITS_T4 + "smallest_accumulation_t4 = 1\nlargest_micro_batch_t4 = 32\n"),
+    (
+        "q_fit_t4",
+        FITS_T4 + "smallest_accumulation_t4 = next(k for k in (1, 2, 4, 8, 16, 32) if fits_t4(32, k))\n"
+        "largest_micro_batch_t4 = max(b for b in range(1, 33) if fits_t4(b)) + 1\n",
+    ),
+]
+
+
+def test_every_graded_question_has_a_wrong_answer():
+    questions = {q for name in {lesson for lesson, _ in RIGHT.values()} for q in load_lesson(name).questions}
+    assert questions == set(RIGHT) == {question for question, _ in WRONG}
+
+
+def number_forms(value) -> list[str]:
+    """The ways a number may be printed: plain, with thousands marks (English, Turkish, spaced), repr."""
+    if type(value) is float:
+        forms = {repr(value), repr(value).replace(".", ","), f"{value:g}"}
+        if value == int(value):
+            value = int(value)
+        else:
+            return sorted(forms)
+    else:
+        forms = set()
+    grouped = f"{value:,}"
+    forms |= {
+        str(value),
+        grouped,
+        grouped.replace(",", "."),
+        grouped.replace(",", " "),
+        grouped.replace(",", "\u00a0"),
+    }
+    return sorted(forms)
+
+
+def told(text: str, value) -> list[str]:
+    """The forms of `value` that `text` contains, as a whole token (never part of a longer number)."""
+    if type(value) is dict:
+        found = [form for form in (repr(value), str(value).replace("'", '"')) if form in text]
+        return found
+    if type(value) not in (int, float):
+        return []
+    return [
+        form
+        for form in number_forms(value)
+        if re.search(rf"(?<![\w.,]){re.escape(form)}(?![\w]|[.,]\d)", text)
+    ]
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    return {}
+
+
+def run(cells, namespace):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        for source in cells:
+            exec(compile(source, "<cell>", "exec"), namespace)  # noqa: S102 - the course's own cells
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("question, wrong", WRONG, ids=[f"{q}-{i}" for i, (q, _) in enumerate(WRONG)])
+def test_a_public_check_never_tells_the_answer(question, wrong, lessons, monkeypatch, tmp_path):
+    name, expressions = RIGHT[question]
+    monkeypatch.chdir(tmp_path)  # trainings write their output folders here
+    if name not in lessons:
+        lessons[name] = load_lesson(name)
+    lesson = lessons[name].only(question)
+    solution = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
+    cells, _ = grade.grading_plan(lesson, solution, follow_names=False)
+    setup = [cell["source"] for cell in cells if cell["kind"] == "lesson"]
+    answers = [cell["source"] for cell in cells if cell["kind"] == "answer"]
+
+    namespace = {"__name__": "__main__"}
+    run(setup, namespace)
+    right_namespace = dict(namespace)
+    run(answers, right_namespace)
+    right = {expression: eval(expression, {"torch": torch, **right_namespace}) for expression in expressions}  # noqa: S307
+
+    run([wrong], namespace)
+    cases = [checks.Case(case.code, False) for case in lesson.questions[question].cases if not case.hidden]
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        result = checks.CheckResult(
+            question, tuple(checks.run_case(case, i, namespace) for i, case in enumerate(cases, 1))
+        )
+    assert not result.public_passed, f"{question}: the wrong answer passed its public tests"
+    # what the learner reads, less the traceback's 'File "<2>", line 8' and the count of failed tests
+    shown = "\n".join(
+        line
+        for line in (repr(result) + "\n" + result._repr_html_()).splitlines()
+        if not re.match(r'\s*File "', line)
+    )
+    shown = shown.replace(result.summary(), "")
+    for expression, value in right.items():
+        assert not told(shown, value), f"{question}: the check tells {expression} = {value!r}:\n{shown}"
+    solution_lines = [
+        line.strip()
+        for source in answers
+        for line in source.splitlines()
+        if len(line.strip()) > 12
+        and not line.strip().startswith(("#", "def ", "import ", "return CheckpointPolicy"))
+    ]
+    for line in solution_lines:
+        assert line not in shown, f"{question}: the check shows the solution's line {line!r}:\n{shown}"
