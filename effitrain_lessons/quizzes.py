@@ -166,7 +166,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
     ),
     "02": (
         Question(
-            N_("When does `Trainer` turn activation checkpointing on?"),
+            N_("When does `Trainer` turn gradient checkpointing on?"),
             [N_("when `Trainer(...)` is built"), N_("when `train()` starts"), N_("when `evaluate()` runs")],
             answer=1,
             why=N_(

@@ -201,6 +201,49 @@ def measure_schedule(
     return rates
 
 
+def optimizer_steps_on_one_process(
+    batches_per_epoch: int, accumulation: int, epochs: int, processes: int, process_index: int = 0
+) -> int:
+    """How many optimizer steps one of `processes` processes takes in slide 6's Accelerate loop, when
+    the dataloader holds `batches_per_epoch` batches before `prepare()` shards it.
+
+    Counted, not computed: Accelerate's own `prepare_data_loader` shards a dataloader as a launch of
+    `processes` processes would for process `process_index` (all take as many batches), and the
+    loop counts the micro-batches on which `accumulate` synchronizes. Runs in this one process. Lesson
+    3's exercise checks predictions with it.
+    """
+    from accelerate import Accelerator
+    from accelerate.data_loader import prepare_data_loader
+
+    whole_numbers(
+        batches_per_epoch=batches_per_epoch, accumulation=accumulation, epochs=epochs, processes=processes
+    )
+    if not 0 <= process_index < processes:
+        raise ValueError(
+            phrase(
+                "process_index must be between 0 and {last}, got {index!r}.",
+                last=processes - 1,
+                index=process_index,
+            )
+        )
+    accelerator = Accelerator(gradient_accumulation_steps=accumulation, cpu=True)
+    model = accelerator.prepare(torch.nn.Linear(1, 1))
+    shard = prepare_data_loader(
+        DataLoader(torch.randn(batches_per_epoch, 1), batch_size=1),
+        num_processes=processes,
+        process_index=process_index,
+        put_on_device=False,
+    )
+    steps = 0
+    for _epoch in range(epochs):
+        for batch in shard:
+            with accelerator.accumulate(model):
+                accelerator.backward(model(batch).sum())
+            steps += accelerator.sync_gradients
+    accelerator.gradient_accumulation_steps = 1
+    return steps
+
+
 def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, steps: int = 2) -> str:
     """Train the 2-layer tiny BERT, checkpointed, under DDP in 2 real processes (gloo, forked) for
     `steps` steps, and return what rank 0 met, as a learner reads it: "trains", or "stops:" and the

@@ -24,7 +24,7 @@ def plot_loop_curves(losses, learning_rates, title: str | None = None) -> Figure
             _("plot_loop_curves needs one loss and one learning rate per optimizer step (a TrainingRun's).")
         )
     steps = range(1, len(losses) + 1)
-    fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
+    fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
     loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=1)
     loss_ax.set_ylabel(_("training loss (mean of the micro-batches)"))
     lr_ax.plot(steps, learning_rates, color=MEMORY_COLOURS["parameters"])

@@ -1,8 +1,7 @@
 """Lesson 2's figures: slide 3's Trainer and Accelerator, and what checkpointing costs a micro-batch.
 
 Used by lesson 2 (checkpointing with `Trainer`), beside `trainer`, whose `StepMeter` measures the
-micro-batches `plot_checkpointing_cost` compares; lesson 3 opens with slide 3's chart again and
-imports it from here. Every function returns a closed `Figure` (`plotting.finish`).
+micro-batches `plot_checkpointing_cost` compares. Every function returns a closed `Figure` (`plotting.finish`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ def plot_trainer_vs_accelerator() -> Figure:
     ax.set(xlim=(0, 1.05), ylim=(0, 1.05), xticks=[], yticks=[], aspect="equal")
     ax.set_xlabel(_("customizability") + "  \u2192")
     ax.set_ylabel(_("ease of use") + "  \u2192")
-    ax.set_title(_("Trainer or Accelerator? (slide 3)"), fontsize=11)
+    ax.set_title(_("Trainer is easier, Accelerator more customizable"), fontsize=11)
     ax.spines[["top", "right"]].set_visible(False)
     return finish(fig)
 
@@ -46,7 +45,7 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
         raise TypeError(
             _("plot_checkpointing_cost needs two StepReports (for example trainer.step_report()).")
         )
-    fig, (memory_ax, cost_ax) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    fig, (memory_ax, cost_ax) = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
     names = [_("without"), _("with")]  # the x axis says what: checkpointing
     colours = [MEMORY_COLOURS["activations"], STATUS_COLOURS["stored"]]
     values = [plain.saved_bytes / 2**10, checkpointed.saved_bytes / 2**10]

@@ -34,10 +34,7 @@ RIGHT = {
         "02_checkpointing_with_trainer",
         ["predicted_effective_batch", "predicted_optimizer_steps"],
     ),
-    "q_scheduler_length": (
-        "03_checkpointing_with_accelerator",
-        ["optimizer_steps(40, 4, 2)", "optimizer_steps(10, 3, 2)"],
-    ),
+    "q_steps_per_process": ("03_checkpointing_with_accelerator", ["steps_per_process(40, 4, 2, 3)"]),
     "q_checkpoint_on": ("03_checkpointing_with_accelerator", []),
     "q_predict_syncs": ("04_local_sgd", ["predicted_local_syncs", "predicted_ddp_syncs"]),
     "q_fix_loop": ("04_local_sgd", []),
@@ -92,16 +89,17 @@ WRONG = [
     ("q_effective_batch", "predicted_effective_batch = 4\npredicted_optimizer_steps = 16\n"),
     ("q_effective_batch", "predicted_effective_batch = 12\npredicted_optimizer_steps = 48\n"),
     ("q_effective_batch", "predicted_effective_batch = '12'\npredicted_optimizer_steps = 16\n"),
+    # one process's steps: the shard forgotten
     (
-        "q_scheduler_length",
-        "def optimizer_steps(batches_per_epoch, accumulation, epochs):\n"
-        "    return -(-batches_per_epoch // accumulation)\n",
+        "q_steps_per_process",
+        "def steps_per_process(batches_per_epoch, accumulation, epochs, processes):\n"
+        "    return -(-batches_per_epoch // accumulation) * epochs\n",
     ),
-    # right on 40 / 4, too short on 10 / 3: only the second public test fails
+    # rounded down
     (
-        "q_scheduler_length",
-        "def optimizer_steps(batches_per_epoch, accumulation, epochs):\n"
-        "    return batches_per_epoch // accumulation * epochs\n",
+        "q_steps_per_process",
+        "def steps_per_process(batches_per_epoch, accumulation, epochs, processes):\n"
+        "    return batches_per_epoch // processes // accumulation * epochs\n",
     ),
     ("q_checkpoint_on", "def turn_on_checkpointing(model):\n    pass\n"),
     ("q_predict_syncs", "predicted_local_syncs = 20 // 6\npredicted_ddp_syncs = 20\n"),

@@ -251,28 +251,33 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
     grader = checks.Notebook(
         str(editions.ROOT / editions.edition_paths("03_checkpointing_with_accelerator")["learner"])
     )
-    micro_batches = repr(
+    unsharded = repr(
         grader.check(
-            "q_scheduler_length", {"optimizer_steps": lambda batches, accumulation, epochs: batches * epochs}
+            "q_steps_per_process",
+            {"steps_per_process": lambda batches, accumulation, epochs, processes: batches * epochs},
         )
     )
-    assert (
-        "You predicted optimizer_steps(40, 4, 2) = 80: too high. Counted: the optimizer steps"
-        in micro_batches
-    )
+    assert "You predicted steps_per_process(40, 4, 2, 3) = 80: too high. Counted: the optimizer" in unsharded
     floor = repr(
         grader.check(
-            "q_scheduler_length",
-            {"optimizer_steps": lambda batches, accumulation, epochs: batches // accumulation * epochs},
+            "q_steps_per_process",
+            {"steps_per_process": lambda b, accumulation, epochs, n: b // n // accumulation * epochs},
         )
     )
-    assert (
-        "a schedule sized 6 steps reaches 0 before the loop's last optimizer step, so it is too short"
-        in floor
-    )
-    assert " 8 " not in floor
+    assert "= 6: too low." in floor and " 8 " not in floor
     nothing = repr(grader.check("q_checkpoint_on", {"turn_on_checkpointing": lambda model: None}))
     assert (
         "measured: after turn_on_checkpointing the step keeps" in nothing
         and "100% of the plain step's" in nothing
     )
+
+
+def test_optimizer_steps_on_one_process_counts_a_shard():
+    from effitrain_lessons.train_loop import optimizer_steps_on_one_process
+
+    # 40 batches on 3 processes: 14 each (the shard rounds up), 4 steps of 4 per epoch (the last of 2)
+    assert optimizer_steps_on_one_process(40, 4, 2, 3) == 8
+    assert optimizer_steps_on_one_process(40, 4, 2, 3, process_index=2) == 8
+    assert optimizer_steps_on_one_process(12, 1, 1, 1) == 12
+    with pytest.raises(ValueError, match="process_index"):
+        optimizer_steps_on_one_process(10, 2, 1, 2, process_index=2)

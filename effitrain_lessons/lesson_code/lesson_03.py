@@ -31,7 +31,7 @@ def train(
     if checkpointing:
         # BERT keeps no cache; transformers would warn that it cannot
         model.config.use_cache = False
-        # New: checkpointing (gradient_checkpointing_enable before transformers 5)
+        # New: checkpointing
         model.activation_checkpointing_enable()
     train_loader = DataLoader(
         train_set,
