@@ -50,7 +50,7 @@ class LoopConfig:
     learning_rate: float | None = field(
         default=None, metadata={"help": "1e-3 for tiny, 2e-5 for a hub model if not given"}
     )
-    checkpointing: bool = field(default=True, metadata={"help": "activation checkpointing"})
+    checkpointing: bool = field(default=True, metadata={"help": "gradient checkpointing"})
     train_rows: int | None = field(default=None, metadata={"help": "train on the first rows only"})
     seed: int = 0
     cpu: bool = field(default=False, metadata={"help": "use the CPU even if a GPU is present"})

@@ -25,7 +25,17 @@ def plot_loop_curves(losses, learning_rates, title: str | None = None) -> Figure
         )
     steps = range(1, len(losses) + 1)
     fig, (loss_ax, lr_ax) = plt.subplots(1, 2, figsize=(8, 3.2), layout="constrained")
-    loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=1)
+    loss_ax.plot(steps, losses, color=MEMORY_COLOURS["activations"], lw=0.8, alpha=0.4, label=_("each step"))
+    window = min(10, len(losses))  # a running mean, so that one noisy step does not read as a trend
+    running = [sum(losses[max(0, i - window + 1) : i + 1]) / min(window, i + 1) for i in range(len(losses))]
+    loss_ax.plot(
+        steps,
+        running,
+        color=MEMORY_COLOURS["activations"],
+        lw=2,
+        label=phrase("mean of the last {n} steps", n=window),
+    )
+    loss_ax.legend(fontsize=8, frameon=False)
     loss_ax.set_ylabel(_("training loss (mean of the micro-batches)"))
     lr_ax.plot(steps, learning_rates, color=MEMORY_COLOURS["parameters"])
     lr_ax.set_ylabel(_("learning rate"))

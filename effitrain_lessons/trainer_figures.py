@@ -1,7 +1,8 @@
 """Lesson 2's figures: slide 3's Trainer and Accelerator, and what checkpointing costs a micro-batch.
 
 Used by lesson 2 (checkpointing with `Trainer`), beside `trainer`, whose `StepMeter` measures the
-micro-batches `plot_checkpointing_cost` compares. Every function returns a closed `Figure` (`plotting.finish`).
+micro-batches `plot_checkpointing_cost` compares. Every function returns a closed `Figure`
+(`plotting.finish`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ def plot_trainer_vs_accelerator() -> Figure:
     """Slide 3's chart: Trainer and Accelerator placed on ease of use and customizability.
 
     A qualitative picture (the slide's, not a measurement): Trainer runs the loop for you,
-    Accelerator leaves the loop to you and handles devices, processes and precision. Lesson 2.
+    Accelerator leaves the loop to you and handles devices, processes and precision. Lesson 2 only:
+    lesson 3 does not draw it again.
     """
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     tools = {"Trainer": (0.25, 0.8, "#4c72b0"), "Accelerator": (0.8, 0.3, "#f08c2e")}
