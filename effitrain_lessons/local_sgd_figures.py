@@ -106,7 +106,7 @@ def plot_sync_timeline(
     if not syncs:
         raise ValueError(_("plot_sync_timeline needs at least one schedule of synchronization steps."))
     fig, axes = plt.subplots(
-        len(syncs), 1, figsize=(10, 1.1 + 0.45 * devices * len(syncs)), layout="constrained", squeeze=False
+        len(syncs), 1, figsize=(8, 1.1 + 0.45 * devices * len(syncs)), layout="constrained", squeeze=False
     )
     for ax, (label, at) in zip(axes[:, 0], syncs.items()):
         for device in range(devices):
@@ -166,9 +166,17 @@ def plot_local_sgd_sweep(
         ks, [row["megabytes"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label=_("Local SGD")
     )
     bytes_ax.axhline(
-        baselines[0]["megabytes"], color=MEMORY_COLOURS["parameters"], ls="--", lw=1, label=_("data parallel")
+        baselines[0]["megabytes"],
+        color=MEMORY_COLOURS["parameters"],
+        ls="--",
+        lw=1,
+        label=phrase("data parallel: {mb:.1f} MB", mb=baselines[0]["megabytes"]),
     )
     bytes_ax.set_yscale("log")
+    smallest = min([row["megabytes"] for row in rows] + [baselines[0]["megabytes"]])
+    bytes_ax.set_ylim(
+        0.75 * smallest, 1.3 * max([row["megabytes"] for row in rows] + [baselines[0]["megabytes"]])
+    )
     bytes_ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     bytes_ax.yaxis.set_major_formatter(ScalarFormatter())
     bytes_ax.yaxis.set_minor_formatter(NullFormatter())
