@@ -8,8 +8,8 @@ test = {   'name': 'q_fix_loop',
                                                '>>> assert all((type(r.synchronizations) is int for r in counted))\n'
                                                '>>> assert [r.synchronizations for r in counted] == [4, 4] and (not any((r.gradient_allreduces for r in counted))), phrase("counted: the processes '
                                                'averaged {averaged} times, process 0 after steps {steps} (-1: on exit), and all-reduced {gradients} gradients. Re-read the question for what they '
-                                               'should do, and section 2\'s loop for where local_sgd.step() sits.", averaged=[r.synchronizations for r in counted], steps=counted[0].sync_steps, '
-                                               'gradients=len(counted[0].gradient_allreduces))\n',
+                                               'should do, and section 2\'s loop: where, and how often, does it step LocalSGD?", averaged=[r.synchronizations for r in counted], '
+                                               'steps=counted[0].sync_steps, gradients=len(counted[0].gradient_allreduces))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.local_sgd import run_custom_loop\n'
