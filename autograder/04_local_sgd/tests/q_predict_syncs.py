@@ -6,6 +6,7 @@ test = {   'name': 'q_predict_syncs',
                                                '>>> from effitrain_lessons.distributed_runs import RunConfig, launch\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
+                                               ">>> assert ... not in predicted_syncs(24, 7, 2), phrase('predicted_syncs still returns `...`: replace each `...` with your prediction.')\n"
                                                ">>> check_runs = launch([RunConfig(mode='local_sgd', k=7, steps=24, accumulation=2, layers=1), RunConfig(mode='ddp', steps=24, accumulation=2, "
                                                'layers=1)], lesson_train, num_processes=3)\n'
                                                ">>> check_prediction('predicted_syncs(24, 7, 2)[0], with LocalSGD', predicted_syncs(24, 7, 2)[0], check_runs[0][0].synchronizations, "
