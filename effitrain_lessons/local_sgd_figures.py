@@ -17,7 +17,7 @@ from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import _, phrase
-from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish, rerun_explorer
+from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish, rerun_explorer, wrapped
 
 
 def _sync_marks(k: int | None, steps: int) -> list[int]:
@@ -87,9 +87,10 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
         ax.set_ylim(devices - 0.2, -0.8)
         ax.set_title(title, fontsize=10, loc="left")
         ax.spines[["top", "right", "left"]].set_visible(False)
-    axes[-1].set_xlabel(
-        _("training step (blue: a copy's forward, backward and optimizer step; orange: a synchronization)")
+    words = _(
+        "training step (blue: a copy's forward, backward and optimizer step; orange: a synchronization)"
     )
+    axes[-1].set_xlabel(wrapped(words, 80))
     fig.suptitle(
         _("Data parallel synchronizes every step, Local SGD every K steps and on exit (a drawing)"),
         fontsize=10,
@@ -180,7 +181,7 @@ def plot_local_sgd_sweep(
     bytes_ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     bytes_ax.yaxis.set_major_formatter(ScalarFormatter())
     bytes_ax.yaxis.set_minor_formatter(NullFormatter())
-    bytes_ax.set_ylabel(_("MB all-reduced per process (log scale)"))
+    bytes_ax.set_ylabel(wrapped(_("MB all-reduced per process (log scale)"), 32))
     bytes_ax.set_title(_("communication: what each process sends"), fontsize=10)
     bytes_ax.legend(fontsize=8, frameon=False, loc="center left")
 
