@@ -37,4 +37,6 @@ def who_am_i(environment: dict[str, str] | None = None) -> str:
 
 
 if __name__ == "__main__":
-    print(who_am_i(), flush=True)
+    # One write of the whole line: the processes share one output, and a print() under an unbuffered
+    # launcher writes the text and its newline apart, so two processes' lines could run together.
+    os.write(1, (who_am_i() + "\n").encode())

@@ -59,6 +59,18 @@ def agreement(reports: list[distributed_runs.ProcessReport], steps: int | None =
     return "".join("=" if len(set(step)) == 1 else "." for step in zip(*fingerprints))
 
 
+def nothing_learned_loss() -> float:
+    """The validation loss of a model that learned nothing but how often each label occurs in the
+    training rows (it predicts those frequencies for every pair): the loss a run that broke would end
+    near. Lesson 4 draws it as the top of its loss axis, so a few thousandths do not look like a trend."""
+    from effitrain_lessons.data import tokenized_mrpc
+
+    splits = tokenized_mrpc()
+    frequencies = torch.bincount(splits["train"][:]["labels"]).double()
+    frequencies /= frequencies.sum()
+    return float(-frequencies.log()[splits["validation"][:]["labels"]].mean())
+
+
 def _yes_no(answer: bool) -> str:
     return _("yes") if answer else _("NO")  # NO in capitals: the answer that needs looking into
 

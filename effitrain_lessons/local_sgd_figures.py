@@ -13,11 +13,11 @@ from collections.abc import Mapping
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
-from matplotlib.ticker import NullFormatter, ScalarFormatter
+from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import _, phrase
-from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish, rerun_explorer
+from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish, rerun_explorer, wrapped
 
 
 def _sync_marks(k: int | None, steps: int) -> list[int]:
@@ -28,8 +28,9 @@ def _sync_marks(k: int | None, steps: int) -> list[int]:
 def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 2) -> Figure:
     """A drawn (not measured) picture of what crosses the network: data parallel all-reduces the
     gradients at every step, so every copy takes the same step; Local SGD lets each copy take its own
-    steps (the copies drift apart, drawn as diverging rows) and averages the parameters every k steps.
-    Used by lesson 4 before it measures the same thing."""
+    steps (the copies drift apart, drawn as diverging rows) and averages the parameters every k steps,
+    and once more when its block exits: floor(steps / k) + 1 synchronizations, the rule lesson 4
+    states and counts. Used by lesson 4 before it measures the same thing."""
     whole_numbers(k=k, steps=steps, devices=devices)
     if devices < 2:
         raise ValueError(
@@ -37,12 +38,13 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
                 "devices must be at least 2 to have something to synchronize, got {devices}.", devices=devices
             )
         )
+    exit_at = steps + 0.6  # where the drawing puts LocalSGD's average on exit, after the last step
     cases = {
         _("data parallel (DDP): gradients all-reduced every step"): None,
-        phrase("Local SGD, K = {k}: parameters averaged every {k} steps", k=k): k,
+        phrase("Local SGD, K = {k}: parameters averaged every {k} steps and on exit", k=k): k,
     }
     fig, axes = plt.subplots(
-        len(cases), 1, figsize=(10, 1.3 + 0.55 * devices * len(cases)), layout="constrained"
+        len(cases), 1, figsize=(8, 1.2 + 0.5 * devices * len(cases)), layout="constrained"
     )
     for ax, (title, every) in zip(axes, cases.items()):
         marks = _sync_marks(every, steps)
@@ -61,7 +63,8 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
                     )
                 )
                 drift = 0.0 if step in marks else drift + 1
-        for step in marks:
+        arrows = marks if every is None else [*marks, exit_at]
+        for step in arrows:
             ax.add_patch(
                 FancyArrowPatch(
                     (step, -0.4),
@@ -73,20 +76,25 @@ def draw_data_parallel_and_local_sgd(k: int = 4, steps: int = 8, devices: int = 
                 )
             )
         if every is None:
-            what = phrase("{count} all-reduces\nof the gradients", count=len(marks))
+            what = phrase("{count} synchronizations\nof the gradients", count=len(arrows))
+            ax.set_xticks(range(1, steps + 1))
         else:
-            what = phrase("{count} all-reduces\nof the parameters", count=len(marks))
-        ax.text(steps + 0.3, (devices - 1) / 2, what, va="center", fontsize=9)
+            what = phrase("{count} synchronizations\nof the parameters", count=len(arrows))
+            ax.set_xticks([*range(1, steps + 1), exit_at], [*map(str, range(1, steps + 1)), _("exit")])
+        ax.text(exit_at + 0.4, (devices - 1) / 2, what, va="center", fontsize=9)
         ax.set_yticks(range(devices), [phrase("process {number}", number=d) for d in range(devices)])
-        ax.set_xticks(range(1, steps + 1))
-        ax.set_xlim(0, steps + 2.2)
+        ax.set_xlim(0, steps + 3.4)
         ax.set_ylim(devices - 0.2, -0.8)
         ax.set_title(title, fontsize=10, loc="left")
         ax.spines[["top", "right", "left"]].set_visible(False)
-    axes[-1].set_xlabel(
-        _("training step (blue: a copy's forward, backward and optimizer step; orange: an all-reduce)")
+    words = _(
+        "training step (blue: a copy's forward, backward and optimizer step; orange: a synchronization)"
     )
-    fig.suptitle(_("A drawing, not a measurement"), fontsize=10)
+    axes[-1].set_xlabel(wrapped(words, 80))
+    fig.suptitle(
+        _("Data parallel synchronizes every step, Local SGD every K steps and on exit (a drawing)"),
+        fontsize=10,
+    )
     return finish(fig)
 
 
@@ -99,7 +107,7 @@ def plot_sync_timeline(
     if not syncs:
         raise ValueError(_("plot_sync_timeline needs at least one schedule of synchronization steps."))
     fig, axes = plt.subplots(
-        len(syncs), 1, figsize=(10, 1.1 + 0.45 * devices * len(syncs)), layout="constrained", squeeze=False
+        len(syncs), 1, figsize=(8, 1.1 + 0.45 * devices * len(syncs)), layout="constrained", squeeze=False
     )
     for ax, (label, at) in zip(axes[:, 0], syncs.items()):
         for device in range(devices):
@@ -114,7 +122,7 @@ def plot_sync_timeline(
         for step in at:
             if 1 <= step <= steps:
                 ax.axvline(step + 0.0, color=STATUS_COLOURS["recomputed"], lw=2.5)
-        ax.set_yticks(range(devices), [phrase("device {number}", number=d) for d in range(devices)])
+        ax.set_yticks(range(devices), [phrase("process {number}", number=d) for d in range(devices)])
         ax.set_xlim(0, steps + 0.5)
         ax.set_title(
             phrase(
@@ -128,106 +136,124 @@ def plot_sync_timeline(
         )
         ax.spines[["top", "right", "left"]].set_visible(False)
         ax.invert_yaxis()
-    axes[-1, 0].set_xlabel(_("training step (blue: compute; orange: all-reduce)"))
+    axes[-1, 0].set_xlabel(_("training step (blue: compute; orange: a synchronization)"))
     if title:
         fig.suptitle(_(title), fontsize=11)
     return finish(fig)
 
 
-def plot_local_sgd_sweep(rows: list[Mapping], baseline: Mapping, title: str | None = None) -> Figure:
-    """Lesson 4's results against K: synchronizations and megabytes all-reduced per process (left),
-    final validation loss (the loss the lesson's tolerance is about) and validation accuracy (right),
-    with data parallel as dashed lines.
-    `rows` are dicts with k, synchronizations, megabytes, eval_loss, eval_accuracy; `baseline` the same
-    for data parallel (its k is ignored)."""
+def plot_local_sgd_sweep(
+    rows: list[Mapping],
+    baselines: Mapping | list[Mapping],
+    title: str | None = None,
+    nothing_learned: float | None = None,
+    tolerance: float | None = None,
+) -> Figure:
+    """Lesson 4's results against K, one message a panel: the megabytes each process all-reduced
+    (left: they fall as K grows) and the final validation loss (right: what that costs). Data
+    parallel is drawn as dashed lines, one for each of its runs (`baselines`, e.g. two seeds), so the
+    spread between two data-parallel runs is in view. The loss axis starts at 0 and reaches the loss
+    of a model that learned nothing (`nothing_learned`, drawn dotted) when given, so a difference of
+    a few thousandths does not fill the panel; `tolerance` shades that far around the first data-
+    parallel run. `rows` are `distributed_runs.summary` dicts (k, megabytes, eval_loss)."""
     if not rows:
         raise ValueError(_("plot_local_sgd_sweep needs at least one Local SGD row."))
+    baselines = [baselines] if isinstance(baselines, Mapping) else list(baselines)
+    if not baselines:
+        raise ValueError(_("plot_local_sgd_sweep needs at least one data-parallel row."))
     ks = [row["k"] for row in rows]
-    fig, (comm_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
-    comm_ax.plot(
-        ks,
-        [row["synchronizations"] for row in rows],
-        "o-",
-        color=STATUS_COLOURS["recomputed"],
-        label=_("synchronizations"),
+    fig, (bytes_ax, loss_ax) = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
+    bytes_ax.plot(
+        ks, [row["megabytes"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label=_("Local SGD")
     )
-    comm_ax.axhline(
-        baseline["synchronizations"],
-        color=STATUS_COLOURS["recomputed"],
+    bytes_ax.axhline(
+        baselines[0]["megabytes"],
+        color=MEMORY_COLOURS["parameters"],
         ls="--",
         lw=1,
-        label=_("data parallel"),
+        label=phrase("data parallel: {mb:.1f} MB", mb=baselines[0]["megabytes"]),
     )
-    comm_ax.set_ylabel(_("synchronizations per process"))
-    bytes_ax = comm_ax.twinx()
-    bytes_ax.plot(
-        ks,
-        [row["megabytes"] for row in rows],
-        "s:",
-        color=MEMORY_COLOURS["parameters"],
-        label=_("MB all-reduced"),
+    bytes_ax.set_yscale("log")
+    smallest = min([row["megabytes"] for row in rows] + [baselines[0]["megabytes"]])
+    bytes_ax.set_ylim(
+        0.75 * smallest, 1.3 * max([row["megabytes"] for row in rows] + [baselines[0]["megabytes"]])
     )
-    bytes_ax.axhline(baseline["megabytes"], color=MEMORY_COLOURS["parameters"], ls="--", lw=1)
-    bytes_ax.set_ylabel(_("MB all-reduced per process"))
-    for ax in (comm_ax, bytes_ax):
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(ScalarFormatter())
-        ax.yaxis.set_minor_formatter(NullFormatter())
-    handles = comm_ax.get_legend_handles_labels()[0] + bytes_ax.get_legend_handles_labels()[0]
-    comm_ax.legend(handles=handles, fontsize=8, frameon=False, loc="lower left")
-    comm_ax.set_title(_("communication"), fontsize=10)
+    bytes_ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
+    bytes_ax.yaxis.set_major_formatter(ScalarFormatter())
+    bytes_ax.yaxis.set_minor_formatter(NullFormatter())
+    bytes_ax.set_ylabel(wrapped(_("MB all-reduced per process (log scale)"), 32))
+    bytes_ax.set_title(_("communication: what each process sends"), fontsize=10)
+    bytes_ax.legend(fontsize=8, frameon=False, loc="center left")
 
     loss_ax.plot(
-        ks,
-        [row["eval_loss"] for row in rows],
-        "o-",
-        color=MEMORY_COLOURS["activations"],
-        label=_("validation loss"),
+        ks, [row["eval_loss"] for row in rows], "o-", color=STATUS_COLOURS["recomputed"], label=_("Local SGD")
     )
-    loss_ax.axhline(baseline["eval_loss"], color=MEMORY_COLOURS["activations"], ls="--", lw=1)
+    for number, baseline in enumerate(baselines):
+        loss_ax.axhline(
+            baseline["eval_loss"],
+            color=MEMORY_COLOURS["parameters"],
+            ls="--" if number == 0 else "-.",
+            lw=1,
+            label=phrase("data parallel, run {number}", number=number + 1),
+        )
+    if tolerance is not None:
+        centre = baselines[0]["eval_loss"]
+        loss_ax.axhspan(
+            centre - tolerance,
+            centre + tolerance,
+            color=MEMORY_COLOURS["parameters"],
+            alpha=0.12,
+            lw=0,
+            label=phrase("data parallel ± {tolerance}", tolerance=tolerance),
+        )
+    if nothing_learned is not None:
+        loss_ax.axhline(
+            nothing_learned, color="grey", ls=":", lw=1.5, label=_("a model that learned nothing")
+        )
+        loss_ax.set_ylim(0, 1.15 * nothing_learned)
     loss_ax.set_ylabel(_("final validation loss"))
-    accuracy_ax = loss_ax.twinx()
-    accuracy_ax.plot(
-        ks,
-        [row["eval_accuracy"] for row in rows],
-        "s:",
-        color=STATUS_COLOURS["stored"],
-        label=_("validation accuracy"),
-    )
-    accuracy_ax.axhline(baseline["eval_accuracy"], color=STATUS_COLOURS["stored"], ls="--", lw=1)
-    accuracy_ax.set_ylabel(_("validation accuracy"))
-    handles = loss_ax.get_legend_handles_labels()[0] + accuracy_ax.get_legend_handles_labels()[0]
-    loss_ax.legend(handles=handles, fontsize=8, frameon=False, loc="best")
-    loss_ax.set_title(_("what it costs in quality (dashed: data parallel)"), fontsize=10)
-    for ax in (comm_ax, loss_ax):
+    loss_ax.set_title(_("quality: what the model learned"), fontsize=10)
+    loss_ax.legend(fontsize=7, frameon=False, loc="lower left")
+    for ax in (bytes_ax, loss_ax):
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
         ax.set_xlabel("K (local_sgd_steps)")  # a symbol and a parameter's name: no words to translate
-        ax.spines[["top"]].set_visible(False)
+        ax.spines[["top", "right"]].set_visible(False)
     if title:
-        fig.suptitle(_(title), fontsize=11)
+        fig.suptitle(_(title), fontsize=10)
     return finish(fig)
 
 
-def plot_loss_against_bytes(rows: list[Mapping], title: str | None = None) -> Figure:
+def plot_loss_against_bytes(
+    rows: list[Mapping], title: str | None = None, nothing_learned: float | None = None
+) -> Figure:
     """Final validation loss against the megabytes each process all-reduced, one point per run
     (lesson 4's explore exercise): the price of communication, in loss. `rows` are
-    `distributed_runs.summary` dicts; each point is labelled with its run."""
+    `distributed_runs.summary` dicts; each point is labelled with its run (data-parallel runs
+    numbered, as in the sweep's legend). The loss axis starts at 0 and reaches the loss of a model
+    that learned nothing (`nothing_learned`, dotted) when given."""
     if not rows:
         raise ValueError(_("plot_loss_against_bytes needs at least one run's summary."))
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    data_parallel = 0
     for row in rows:
+        if row["k"] is None:
+            data_parallel += 1
+            label = phrase("data parallel, run {number}", number=data_parallel)
+        else:
+            label = _(row["run"])
         colour = MEMORY_COLOURS["parameters"] if row["k"] is None else STATUS_COLOURS["recomputed"]
         ax.scatter(row["megabytes"], row["eval_loss"], color=colour, zorder=3)
         ax.annotate(
-            _(row["run"]),
-            (row["megabytes"], row["eval_loss"]),
-            textcoords="offset points",
-            xytext=(5, 4),
-            fontsize=8,
+            label, (row["megabytes"], row["eval_loss"]), textcoords="offset points", xytext=(5, 4), fontsize=8
         )
+    if nothing_learned is not None:
+        ax.axhline(nothing_learned, color="grey", ls=":", lw=1.5, label=_("a model that learned nothing"))
+        ax.set_ylim(0, 1.15 * nothing_learned)
+        ax.legend(fontsize=8, frameon=False, loc="lower left")
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.set_xlabel(_("MB all-reduced per process (log scale)"))
     ax.set_ylabel(_("final validation loss"))
     ax.spines[["top", "right"]].set_visible(False)

@@ -276,7 +276,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             answer=1,
             why=N_(
                 "Each process takes K optimizer steps on its own, "
-                "then the parameters are averaged with one all-reduce."
+                "then the processes average their parameters, one all-reduce per parameter tensor."
             ),
         ),
         Question(
@@ -308,7 +308,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
         Question(
             N_("Raising K from 4 to 16 for the same number of steps:"),
             [
-                N_("a quarter of the synchronizations, and the copies drift further apart in between"),
+                N_("about a quarter of the synchronizations, and the copies drift further apart in between"),
                 N_("4 times the synchronizations"),
                 N_("the same loss whatever K, for free"),
             ],

@@ -36,7 +36,7 @@ RIGHT = {
     ),
     "q_steps_per_process": ("03_checkpointing_with_accelerator", ["steps_per_process(40, 4, 2, 3)"]),
     "q_checkpoint_on": ("03_checkpointing_with_accelerator", []),
-    "q_predict_syncs": ("04_local_sgd", ["predicted_local_syncs", "predicted_ddp_syncs"]),
+    "q_predict_syncs": ("04_local_sgd", ["predicted_syncs(24, 7, 2)[0]", "predicted_syncs(24, 7, 2)[1]"]),
     "q_fix_loop": ("04_local_sgd", []),
     "q_outer_step": ("05_diloco", []),
     "q_predict_calls": (
@@ -102,7 +102,17 @@ WRONG = [
         "    return batches_per_epoch // processes // accumulation * epochs\n",
     ),
     ("q_checkpoint_on", "def turn_on_checkpointing(model):\n    pass\n"),
-    ("q_predict_syncs", "predicted_local_syncs = 20 // 6\npredicted_ddp_syncs = 20\n"),
+    # no average on exit; then data parallel at every micro-batch
+    (
+        "q_predict_syncs",
+        "def predicted_syncs(micro_batches, k, accumulation):\n"
+        "    return micro_batches // k, micro_batches // accumulation\n",
+    ),
+    (
+        "q_predict_syncs",
+        "def predicted_syncs(micro_batches, k, accumulation):\n"
+        "    return micro_batches // k + 1, micro_batches\n",
+    ),
     ("q_fix_loop", "fixed_loop = broken_loop\n"),
     (
         "q_outer_step",

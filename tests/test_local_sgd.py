@@ -233,25 +233,53 @@ def test_lesson_4_figures(runs):
     assert isinstance(
         local_sgd_figures.plot_sync_timeline({"a": [1, 2], "b": [2]}, steps=4, devices=2), Figure
     )
-    sweep = local_sgd_figures.plot_local_sgd_sweep([rows[1] | {"k": 8}, rows[2] | {"k": 5}], rows[0])
-    assert isinstance(sweep, Figure)
-    # what the tolerance is about
-    loss_ax = next(ax for ax in sweep.axes if ax.get_ylabel() == "final validation loss")
+    local = [rows[1] | {"k": 8}, rows[2] | {"k": 5}]
+    other_seed = rows[0] | {"eval_loss": rows[0]["eval_loss"] + 0.01}
+    sweep = local_sgd_figures.plot_local_sgd_sweep(
+        local, [rows[0], other_seed], nothing_learned=0.64, tolerance=0.05, title="its message"
+    )
+    bytes_ax, loss_ax = sweep.axes  # one message a panel: no twin axis
+    assert (
+        bytes_ax.get_ylabel().startswith("MB all-reduced") and loss_ax.get_ylabel() == "final validation loss"
+    )
+    # one curve a panel; every data-parallel run drawn, as dashed lines
+    assert list(bytes_ax.lines[0].get_ydata()) == [row["megabytes"] for row in local]
     assert list(loss_ax.lines[0].get_ydata()) == [rows[1]["eval_loss"], rows[2]["eval_loss"]]
+    dashed = [line.get_ydata()[0] for line in loss_ax.lines[1:] if line.get_linestyle() in ("--", "-.")]
+    assert dashed == [rows[0]["eval_loss"], other_seed["eval_loss"]]
+    # an honest scale: from 0 to past the loss of a model that learned nothing
+    assert loss_ax.get_ylim()[0] == 0 and loss_ax.get_ylim()[1] > 0.64
+    assert sweep._suptitle.get_text() == "its message"
+    with pytest.raises(ValueError):
+        local_sgd_figures.plot_local_sgd_sweep(local, [])
     with pytest.raises(ValueError):
         local_sgd_figures.plot_sync_timeline({}, steps=4)
-    assert isinstance(local_sgd_figures.plot_loss_against_bytes(rows), Figure)
+    scatter = local_sgd_figures.plot_loss_against_bytes(rows, nothing_learned=0.64)
+    labels = [text.get_text() for text in scatter.axes[0].texts]
+    assert "data parallel, run 1" in labels and "Local SGD, K=8" in labels
     table = local_sgd.results(results[:2])
     assert [row[0] for row in table.rows] == ["data parallel", "Local SGD, K=8"]
     assert [row[2] for row in table.rows] == [STEPS, STEPS // 8 + 1] and table.rows[0][-2:] == ["yes", "yes"]
 
 
+def test_the_nothing_learned_loss_is_the_label_frequencies_cross_entropy():
+    loss = local_sgd.nothing_learned_loss()
+    assert 0.6 < loss < 0.7  # the bundled data: about two pairs in three are paraphrases
+
+
 @pytest.mark.parametrize("k, steps", [(4, 8), (3, 10)])
-def test_the_drawing_shows_every_step_against_every_k_steps(k, steps):
+def test_the_drawing_follows_the_lessons_rule(k, steps):
+    """Every step for data parallel; for Local SGD every k steps and once more on exit:
+    floor(steps / k) + 1, the rule the lesson states and counts (3 for 8 steps at K = 4)."""
     figure = local_sgd_figures.draw_data_parallel_and_local_sgd(k=k, steps=steps)
     data_parallel, local = figure.axes
-    assert len(data_parallel.patches) - 2 * steps == steps  # 2 processes' steps, then one all-reduce per step
-    assert len(local.patches) - 2 * steps == steps // k
+    assert len(data_parallel.patches) - 2 * steps == steps  # 2 processes' steps, then one arrow per step
+    assert len(local.patches) - 2 * steps == steps // k + 1
+    assert RunConfig(mode="local_sgd", k=k, steps=steps).expected_synchronizations() == steps // k + 1
+    said = " ".join(text.get_text() for text in local.texts)
+    assert f"{steps // k + 1} synchronizations" in said
+    assert f"{steps} synchronizations" in " ".join(text.get_text() for text in data_parallel.texts)
+    assert "exit" in [label.get_text() for label in local.get_xticklabels()]
     assert "gradients" in data_parallel.get_title(loc="left") and "parameters" in local.get_title(loc="left")
     with pytest.raises(ValueError, match="at least 2"):
         local_sgd_figures.draw_data_parallel_and_local_sgd(devices=1)
@@ -265,13 +293,20 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
     from effitrain_lessons.course import build as editions
 
     grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("04_local_sgd")["learner"]))
-    off_by_one = repr(
-        grader.check("q_predict_syncs", {"predicted_local_syncs": 20 // 6, "predicted_ddp_syncs": 20})
-    )
+
+    def no_exit_average(micro_batches, k, accumulation):
+        return micro_batches // k, micro_batches // accumulation
+
+    off_by_one = repr(grader.check("q_predict_syncs", {"predicted_syncs": no_exit_average}))
     assert (
-        "You predicted predicted_local_syncs = 3: too low. Counted in process 0. Re-read section 3"
-        in off_by_one
+        "predicted_syncs(24, 7, 2)[0], with LocalSGD = 3: too low. Counted in process 0 of 3." in off_by_one
     )
+
+    def every_micro_batch(micro_batches, k, accumulation):
+        return micro_batches // k + 1, micro_batches
+
+    too_many = repr(grader.check("q_predict_syncs", {"predicted_syncs": every_micro_batch}))
+    assert "predicted_syncs(24, 7, 2)[1], with data parallel = 24: too high." in too_many
 
     def broken(accelerator, model, optimizer, dataloader):
         from accelerate.local_sgd import LocalSGD

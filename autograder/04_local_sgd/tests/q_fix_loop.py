@@ -7,8 +7,8 @@ test = {   'name': 'q_fix_loop',
                                                '>>> counted = run_custom_loop(fixed_loop, batches=12, num_processes=2)\n'
                                                '>>> assert all((type(r.synchronizations) is int for r in counted))\n'
                                                '>>> assert [r.synchronizations for r in counted] == [4, 4] and (not any((r.gradient_allreduces for r in counted))), phrase("counted: the processes '
-                                               "averaged {averaged} times, process 0 after steps {steps} (-1: on exit), and all-reduced {gradients} gradients; slide 9's loop with K = 4 over 12 "
-                                               'batches averages 4 times (after steps 4, 8, 12 and on exit) and all-reduces no gradient", averaged=[r.synchronizations for r in counted], '
+                                               'averaged {averaged} times, process 0 after steps {steps} (-1: on exit), and all-reduced {gradients} gradients. Re-read the question for what they '
+                                               'should do, and section 2\'s loop: where, and how often, does it step LocalSGD?", averaged=[r.synchronizations for r in counted], '
                                                'steps=counted[0].sync_steps, gradients=len(counted[0].gradient_allreduces))\n',
                                        'hidden': False,
                                        'locked': False},
