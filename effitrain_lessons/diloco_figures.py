@@ -113,7 +113,7 @@ def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
         ),
         _("every worker loads θ"): dict(color=load, lw=1, linestyle="--"),
     }
-    handles = [Line2D([], [], label=wrapped(label, 48), **style) for label, style in legend.items()]
+    handles = [Line2D([], [], label=wrapped(label, 36), **style) for label, style in legend.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     fig.suptitle(
         wrapped(
