@@ -136,6 +136,20 @@ class DiLoCoConfig(RunConfig):
             )
 
 
+def label_frequency_loss(split: str = "validation") -> float:
+    """The validation loss of a model that learned nothing: the cross-entropy of always predicting the
+    label frequencies of `split` of the bundled data. A run whose loss sits near it is on the plateau
+    (lesson 5, section 4)."""
+    import torch
+
+    from effitrain_lessons.data import tokenized_mrpc
+
+    labels = torch.as_tensor(tokenized_mrpc()[split]["labels"])
+    frequencies = torch.bincount(labels).double() / labels.numel()
+    frequencies = frequencies[frequencies > 0]
+    return float(-(frequencies * frequencies.log()).sum())
+
+
 def seconds_per_synchronization(reports: list[ProcessReport]) -> float:
     """Time spent in the all-reduce calls of one synchronization, in the process that arrived last at
     it (the others also wait for it there), median over the synchronizations. Data parallel's gradient

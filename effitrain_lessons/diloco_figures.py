@@ -34,7 +34,7 @@ def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
             )
         )
     inner, outer, load = MEMORY_COLOURS["parameters"], STATUS_COLOURS["recomputed"], "#777777"
-    fig, ax = plt.subplots(figsize=(10, 1.9 + 0.75 * workers), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 2.2 + 0.75 * workers), layout="constrained")
     span = h + 2  # one round: load θ, H inner steps, the all-reduce into the outer step
     end = rounds * span
     ax.plot([0, end], [0, 0], color="#333333", lw=2, gid="global-lane")
@@ -94,12 +94,12 @@ def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
             phrase("outer step {number}", number=round_ + 1),
             ha="center",
             va="bottom",
-            fontsize=8,
+            fontsize=9,
         )
     labels = [_("global parameters θ")] + [
         phrase("worker {number}: H = {h} inner steps (AdamW)", number=w, h=h) for w in range(workers)
     ]
-    ax.set_yticks(range(workers + 1), [wrapped(label, 22) for label in labels], fontsize=8)
+    ax.set_yticks(range(workers + 1), [wrapped(label, 20) for label in labels], fontsize=9)
     ax.tick_params(axis="y", length=0)
     ax.set_xticks([])
     ax.set_xlim(-0.4, end + 0.6)
@@ -113,16 +113,20 @@ def draw_diloco(h: int = 4, rounds: int = 2, workers: int = 2) -> Figure:
         ),
         _("every worker loads θ"): dict(color=load, lw=1, linestyle="--"),
     }
-    handles = [Line2D([], [], label=wrapped(label, 28), **style) for label, style in legend.items()]
-    fig.legend(handles=handles, loc="outside lower center", ncols=4, frameon=False, fontsize=8)
+    handles = [Line2D([], [], label=wrapped(label, 36), **style) for label, style in legend.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False, fontsize=9)
     fig.suptitle(
-        phrase(
-            "A drawing, not a measurement: {rounds} rounds of DiLoCo, {workers} workers, H = {h}",
-            rounds=rounds,
-            workers=workers,
-            h=h,
+        wrapped(
+            phrase(
+                "Each round: H = {h} inner steps apart, then one outer step together "
+                "(a drawing, not a measurement: {workers} workers, {rounds} rounds)",
+                rounds=rounds,
+                workers=workers,
+                h=h,
+            ),
+            80,
         ),
-        fontsize=10,
+        fontsize=11,
     )
     return finish(fig)
 
@@ -140,11 +144,14 @@ def plot_diloco_losses(
     curves: Mapping[str, list[float]],
     outer_steps: Mapping[str, list[int]] | None = None,
     title: str | None = None,
+    baseline: float | None = None,
 ) -> Figure:
     """The training loss of each run against the step: faint step by step, bold as a trailing mean of
     8 steps (gid "smoothed"), and a row of ticks along the bottom (gid "outer-steps"), in the run's
     colour, at each step listed in `outer_steps[label]`: where that run synchronized. `curves` maps
-    a run's label (its legend entry) to its losses. Used by lesson 5 and its explorer."""
+    a run's label (its legend entry) to its losses. `baseline`, when given, is drawn as a dashed grey
+    line (gid "baseline", last in the legend): the loss of always predicting the label frequencies,
+    the plateau a run that learns nothing stays on. Used by lesson 5 and its explorer."""
     if not curves:
         raise ValueError(_("plot_diloco_losses needs at least one run's losses."))
     for label, losses in curves.items():
@@ -154,7 +161,7 @@ def plot_diloco_losses(
             )
     outer_steps = outer_steps or {}
     colours = ("#4c72b0", "#f08c2e", "#3a9e6f", "#d1495b", "#8172b2", "#937860")
-    fig, ax = plt.subplots(figsize=(9, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
     ticked = [label for label in curves if outer_steps.get(label)]
     for index, (label, losses) in enumerate(curves.items()):
         colour = colours[index % len(colours)]
@@ -176,6 +183,15 @@ def plot_diloco_losses(
                 color=colour,
                 gid="outer-steps",
             )
+    if baseline is not None:
+        ax.axhline(
+            baseline,
+            color="#777777",
+            lw=1,
+            linestyle="--",
+            label=phrase("always predicting the label frequencies: {loss:.2f}", loss=baseline),
+            gid="baseline",
+        )
     if ticked:  # room under the curves for the rows of ticks, and no loss values beside them
         low, high = ax.get_ylim()
         values = [value for value in ax.get_yticks() if low <= value <= high]
@@ -189,12 +205,14 @@ def plot_diloco_losses(
     else:
         what = _("training step (faint: each step; bold: mean of the last 8 steps)")
     ax.set_xlim(0, max(len(losses) for losses in curves.values()) + 1)
-    ax.set_xlabel(wrapped(what, 100), fontsize=9)
+    ax.set_xlabel(wrapped(what, 80), fontsize=9)
     ax.set_ylabel(_("training loss"))
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
+    # lower left, above the rows of ticks: the runs start on the plateau, high on the left
+    above = 0.05 + 0.045 * len(ticked) if ticked else 0.0
+    ax.legend(fontsize=9, frameon=False, loc="lower left", bbox_to_anchor=(0, above))
     ax.spines[["top", "right"]].set_visible(False)
     if title:
-        ax.set_title(_(title), fontsize=10)
+        ax.set_title(wrapped(_(title), 75), fontsize=11)
     return finish(fig)
 
 

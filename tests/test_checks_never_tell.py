@@ -39,10 +39,7 @@ RIGHT = {
     "q_predict_syncs": ("04_local_sgd", ["predicted_syncs(24, 7, 2)[0]", "predicted_syncs(24, 7, 2)[1]"]),
     "q_fix_loop": ("04_local_sgd", []),
     "q_outer_step": ("05_diloco", []),
-    "q_predict_calls": (
-        "05_diloco",
-        ["predicted_syncs", "predicted_calls_bucketed", "predicted_calls_per_tensor"],
-    ),
+    "q_communication": ("05_diloco", ['communication(20, 6, 2, False, "fp32")']),
     "q_layer_bytes": ("06_will_it_fit", ["layer_activation_bytes(32, 2, 64, 4, 256)"]),
     "q_fit_t4": ("06_will_it_fit", ["smallest_accumulation_t4", "largest_micro_batch_t4"]),
 }
@@ -122,14 +119,20 @@ WRONG = [
     ),
     # Local SGD's rule: one more on exit
     (
-        "q_predict_calls",
-        "predicted_syncs = 20 // 6 + 1\npredicted_calls_bucketed = 20 // 6\n"
-        "predicted_calls_per_tensor = 20 // 6 * tensors\n",
+        "q_communication",
+        "def communication(steps, h, processes, bucketed=True, precision='fp32'):\n"
+        "    syncs = steps // h + 1\n"
+        "    width = 4 if precision == 'fp32' else 2\n"
+        "    return {'synchronizations': syncs, 'calls': syncs * (1 if bucketed else tensors),\n"
+        "            'bytes': syncs * numbers * width}\n",
     ),
+    # the bytes of every process together
     (
-        "q_predict_calls",
-        "predicted_syncs = 20 // 6\npredicted_calls_bucketed = 20 // 6\n"
-        "predicted_calls_per_tensor = 20 // 6 * (tensors + 1)\n",
+        "q_communication",
+        "def communication(steps, h, processes, bucketed=True, precision='fp32'):\n"
+        "    syncs = steps // h\n"
+        "    return {'synchronizations': syncs, 'calls': syncs * (1 if bucketed else tensors),\n"
+        "            'bytes': syncs * numbers * 4 * processes}\n",
     ),
     # without attention dropout's mask and output
     (

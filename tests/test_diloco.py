@@ -283,6 +283,18 @@ def test_module_says_what_is_wrong_with_a_setting(capsys):
     assert "H must be a multiple of the number of fragments" in capsys.readouterr().err
 
 
+def test_the_label_frequency_loss_is_what_a_model_that_learned_nothing_scores():
+    from effitrain_lessons.data import tokenized_mrpc
+
+    labels = torch.as_tensor(tokenized_mrpc()["validation"]["labels"])
+    frequencies = torch.bincount(labels).double() / labels.numel()
+    # the cross-entropy of logits that predict the label frequencies for every pair
+    logits = frequencies.log().expand(labels.numel(), -1)
+    expected = torch.nn.functional.cross_entropy(logits, labels).item()
+    assert diloco.label_frequency_loss() == pytest.approx(expected, abs=1e-9)
+    assert 0.6 < diloco.label_frequency_loss() < 0.7  # 66 % of the pairs share a label
+
+
 def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
     from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
@@ -305,16 +317,19 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
     assert "after round 2, your global parameters differ from torch.optim.SGD(nesterov=True)'s" in message
     message = repr(grader.check("q_outer_step", {"outer_step_by_hand": heavy_ball}))
     assert "after round 1, your global parameters differ" in message
-    tensors = len(list(tiny_bert(num_hidden_layers=1).parameters()))
-    one_too_many = repr(
-        grader.check(
-            "q_predict_calls",
-            {"predicted_syncs": 4, "predicted_calls_bucketed": 3, "predicted_calls_per_tensor": 3 * tensors},
-        )
-    )
-    assert (
-        "You predicted predicted_syncs = 4: too high. Counted in process 0. Re-read section 4" in one_too_many
-    )
+    model = tiny_bert(num_hidden_layers=1)
+    tensors, numbers = len(list(model.parameters())), sum(p.numel() for p in model.parameters())
+
+    def one_more_on_exit(steps, h, processes, bucketed=True, precision="fp32"):  # Local SGD's rule
+        syncs = steps // h + 1
+        return {"synchronizations": syncs, "calls": syncs * tensors, "bytes": syncs * numbers * 4}
+
+    said = repr(grader.check("q_communication", {"communication": one_more_on_exit}))
+    assert "too high" not in said  # a dict: the check names the keys instead
+    assert "Too high: 'synchronizations', 'calls', 'bytes'." in said and "Re-read section 4" in said
+    assert repr(one_more_on_exit(20, 6, 2)) in said  # the learner's own answer, never the measurement
+    unanswered = repr(grader.check("q_communication", {"communication": lambda *args: None}))
+    assert "should return a dict with the keys synchronizations, calls and bytes" in unanswered
 
 
 def _lesson_outer_step_on_the_toy(h: int, steps: int, bucketed: bool) -> list[list[float]]:

@@ -151,6 +151,22 @@ def test_the_loss_figure_without_outer_steps_and_its_errors():
         diloco_figures.plot_diloco_losses({"DiLoCo": []})
 
 
+def test_the_loss_figure_draws_the_plateau_a_run_that_learns_nothing_stays_on():
+    curves = {"data parallel": [0.7] * 20 + [0.4] * 20, "DiLoCo, H = 8": [0.66] * 40}
+    figure = diloco_figures.plot_diloco_losses(
+        curves, {"DiLoCo, H = 8": [8, 16, 24, 32, 40]}, title="a message", baseline=0.641
+    )
+    (ax,) = figure.axes
+    (line,) = _by_gid(figure, "baseline")
+    assert list(line.get_ydata()) == [0.641, 0.641]
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == [*curves, "always predicting the label frequencies: 0.64"]
+    # the legend sits above the row of ticks, not on it
+    renderer = _laid_out(figure)
+    legend, ticks = ax.get_legend().get_window_extent(renderer), _by_gid(figure, "outer-steps")[0]
+    assert legend.y0 >= ticks.get_window_extent(renderer).y1 - 1
+
+
 def test_the_loss_figure_in_a_longer_language_renders(longer_language):
     figure = diloco_figures.plot_diloco_losses(
         {"a": [1.0] * 50, "b": [2.0] * 50}, {"a": [10, 20]}, title="training loss in process 0"
