@@ -111,5 +111,31 @@ def test_keeping_the_matrix_products(text):
         "selective",
         parameters=layer,
     )
-    assert "Keeping the products keeps about half of the layer's activations for no extra FLOP" in text
+    assert "keeping the products keeps about half of the layer's activations for no extra FLOP" in text
     assert 0.4 < selective.saved_bytes / plain.saved_bytes < 0.6 and selective.flops == plain.flops
+
+
+def test_recomputing_the_attention_core(text):
+    # Korthikanti et al.'s selective recomputation, as the lesson writes it: a checkpoint around the
+    # attention function transformers calls
+    from torch.utils.checkpoint import checkpoint
+    from transformers import AttentionInterface
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+
+    from effitrain_lessons.recompute import bert_layer, layer_input, measure_recompute
+
+    def recompute_attention_core(module, query, key, value, attention_mask, **kwargs):
+        return checkpoint(
+            eager_attention_forward, module, query, key, value, attention_mask, use_reentrant=False, **kwargs
+        )
+
+    AttentionInterface.register("test_recompute_core", recompute_attention_core)
+    layer = bert_layer(seed=0)
+    x = layer_input(layer, batch=4, seq=128, seed=0)
+    plain = measure_recompute(layer, x, "plain")
+    core = measure_recompute(bert_layer(seed=0, attention="test_recompute_core"), x, "core")
+    kept, more = core.saved_bytes / plain.saved_bytes, core.flops / plain.flops - 1
+    # what it no longer keeps: the scores, the dropout mask and the dropped scores, a*s*s*b fp32 each
+    assert plain.saved_bytes - core.saved_bytes == 3 * 4 * 4 * 128 * 128 * 4
+    assert f"Korthikanti's policy keeps {kept:.0%} for {more:.1%} more FLOPs".replace("%", " %") in text
+    assert f"kept {kept:.0%} of a layer's activations for {more:.1%} more FLOPs".replace("%", " %") in text
