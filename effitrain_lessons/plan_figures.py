@@ -312,7 +312,7 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
             ms=10,
             mew=2,
             linestyle="none",
-            zorder=4,
+            zorder=2,  # under an eager point in the same place: the ring is that point's
             label=_("dropout redrawn: wrong gradients"),
             gid="redraws-random",
         )
