@@ -817,7 +817,9 @@ def remedies_for(gpu) -> tuple[tuple[str, dict], ...]:
     replaces bf16 mixed precision."""
     if supports_bf16(gpu):
         return REMEDIES
-    return tuple(FP16_REMEDY if change.get("precision") == "bf16" else (text, change) for text, change in REMEDIES)
+    return tuple(
+        FP16_REMEDY if change.get("precision") == "bf16" else (text, change) for text, change in REMEDIES
+    )
 
 
 def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:

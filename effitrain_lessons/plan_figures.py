@@ -332,6 +332,7 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
     left.set_ylabel(_("activations kept for backward (MiB)"), fontsize=9)
     left.set_title(_("against FLOPs"), fontsize=10)
     right.set_title(_("against time, on this CPU"), fontsize=10)
-    fig.suptitle(_(title) if title else _("What to recompute: memory against compute (measured)"), fontsize=11)
+    default = _("What to recompute: memory against compute (measured)")
+    fig.suptitle(_(title) if title else default, fontsize=11)
     fig.legend(loc="outside lower center", fontsize=9, frameon=False, ncols=2)
     return finish(fig)

@@ -473,9 +473,7 @@ class RecomputeCurve(ShowsAsTable):
         time eager points only (a compiled step's time is aot_eager's, op by op, unfused)."""
         if cost not in ("flops", "seconds"):
             raise ValueError(phrase('cost is "flops" or "seconds", got {cost!r}.', cost=cost))
-        return [
-            p for p in self.points if not p.redraws_random and (cost == "flops" or not p.compiled)
-        ]
+        return [p for p in self.points if not p.redraws_random and (cost == "flops" or not p.compiled)]
 
     def is_optimal(self, point: RecomputePoint, cost: str = "flops") -> bool:
         rivals = self.candidates(cost)
