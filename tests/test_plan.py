@@ -669,3 +669,15 @@ def test_a_t4_is_told_fp16_with_a_loss_scaler_never_bf16():
         big = plan.verdict("bert-base-uncased", gpu, batch=batch, seq=512, attention="eager")
         assert "bf16 mixed precision" in [text for text, _ in big.remedies], gpu
         assert big.to_dict()["mixed_precision"] == "bf16" and not big.precision_note
+
+
+def test_effitrain_plans_16_bit_advice_follows_each_gpu(capsys):
+    from effitrain_lessons import cli
+
+    arguments = ["plan", "bert-base-uncased", "--batch", "32", "--seq", "512", "--attention", "eager"]
+    assert cli.main([*arguments, "--gpu", "T4", "--gpu", "A100-40GB"]) == 0
+    out = capsys.readouterr().out
+    t4 = next(line for line in out.splitlines() if line.startswith("T4: "))
+    assert "fp16 mixed precision with a loss scaler (GradScaler)" in t4 and "bf16" not in t4
+    assert cli.main([*arguments, "--gpu", "T4", "--precision", "bf16"]) == 0
+    assert "T4 has no bf16: train in fp16 with a loss scaler (GradScaler)" in capsys.readouterr().out
