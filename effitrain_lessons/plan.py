@@ -45,6 +45,18 @@ GPUS = {
     "H100-80GB": 81559 * MiB,
 }
 
+# Compute capability of each preset's GPU. bf16 arithmetic needs Ampere (8.0) or newer: a T4 (Turing,
+# 7.5) trains in 16 bits with fp16 autocast and a loss scaler (torch.amp.GradScaler) instead.
+CAPABILITIES = {
+    "T4": (7, 5),
+    "colab-T4": (7, 5),
+    "L4": (8, 9),
+    "A100-40GB": (8, 0),
+    "A100-80GB": (8, 0),
+    "H100-80GB": (9, 0),
+}
+BF16_FROM = (8, 0)
+
 PRECISIONS = ("fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum")
 ATTENTIONS = ("eager", "sdpa")
@@ -694,12 +706,27 @@ class Verdict:
     estimate: Estimate
     remedies: tuple[tuple[str, Estimate], ...]  # (English description, the estimate with that change)
     largest_micro_batch: int
+    bf16: bool = True  # whether the GPU computes in bf16 (`supports_bf16`)
+
+    @property
+    def precision_note(self) -> str:
+        """A sentence when the setup asks for bf16 on a GPU without it; else empty."""
+        if self.estimate.settings.precision == "bf16" and not self.bf16:
+            return phrase(
+                "{gpu} has no bf16: train in fp16 with a loss scaler (GradScaler), the same bytes.",
+                gpu=self.gpu,
+            )
+        return ""
 
     @property
     def fits(self) -> bool:
         return self.estimate.total <= self.memory
 
     def sentence(self) -> str:
+        note = self.precision_note
+        return f"{self._fit_sentence()} {note}" if note else self._fit_sentence()
+
+    def _fit_sentence(self) -> str:
         used = phrase(
             "{total} of {memory}", total=format_bytes(self.estimate.total), memory=format_bytes(self.memory)
         )
@@ -728,6 +755,7 @@ class Verdict:
             "gpu": self.gpu,
             "memory_bytes": self.memory,
             "fits": self.fits,
+            "mixed_precision": "bf16" if self.bf16 else "fp16",
             "total_bytes": self.estimate.total,
             "largest_micro_batch": self.largest_micro_batch,
             "remedies": [
@@ -745,7 +773,32 @@ def values(estimate: Estimate) -> dict:
     return {"accumulation": estimate.settings.accumulation, "micro": estimate.settings.micro_batch}
 
 
-# The changes the verdict tries, one at a time (English; shown translated).
+def supports_bf16(gpu) -> bool:
+    """Whether `gpu` computes in bf16: a preset of `GPUS` (by its compute capability, `CAPABILITIES`),
+    a compute capability such as (7, 5), or a name such as "Tesla T4" or "NVIDIA A100-SXM4-80GB" (as
+    `torch.cuda.get_device_name` says it). A bare size (such as "16GiB") names no GPU: False, since
+    fp16 with a loss scaler runs on every CUDA GPU."""
+    if isinstance(gpu, tuple):
+        return tuple(gpu) >= BF16_FROM
+    text = str(gpu).lower()
+    presets = {name.lower(): capability for name, capability in CAPABILITIES.items()}
+    if text in presets:
+        return presets[text] >= BF16_FROM
+    for name, capability in sorted(CAPABILITIES.items(), key=lambda item: -len(item[0])):
+        if re.search(rf"\b{re.escape(name.split('-')[0].lower())}\b", text):
+            return capability >= BF16_FROM
+    return False
+
+
+def mixed_precision(gpu) -> str:
+    """The 16-bit type a training step on `gpu` should use: "bf16" where the GPU has it (Ampere and
+    newer), else "fp16", with a loss scaler (`torch.amp.GradScaler`) to keep small gradients from
+    underflowing. The bytes are the same; only the type changes."""
+    return "bf16" if supports_bf16(gpu) else "fp16"
+
+
+# The changes the verdict tries, one at a time (English; shown translated). The mixed precision's type
+# follows the GPU (`mixed_precision`): see `remedies_for`.
 REMEDIES = (
     (N_("checkpointing"), {"checkpointing": True}),
     (N_("fused (SDPA) attention"), {"attention": "sdpa"}),
@@ -753,17 +806,32 @@ REMEDIES = (
     (N_("an 8-bit AdamW"), {"optimizer": "adamw-8bit"}),
     (N_("SGD without momentum"), {"optimizer": "sgd"}),
 )
+FP16_REMEDY = (
+    N_("fp16 mixed precision with a loss scaler (GradScaler)"),
+    {"precision": "fp16", "master_weights": True},
+)
+
+
+def remedies_for(gpu) -> tuple[tuple[str, dict], ...]:
+    """`REMEDIES` as they apply on `gpu`: on a GPU without bf16 (a T4), fp16 with a loss scaler
+    replaces bf16 mixed precision."""
+    if supports_bf16(gpu):
+        return REMEDIES
+    return tuple(
+        FP16_REMEDY if change.get("precision") == "bf16" else (text, change) for text, change in REMEDIES
+    )
 
 
 def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
     """Does `settings` fit `gpu` (a preset or a size)? If not, the single changes that would make it fit:
-    each lever of `REMEDIES`, and the smallest gradient accumulation."""
+    each lever of `remedies_for(gpu)` (16-bit mixed precision in the type the GPU has), and the smallest
+    gradient accumulation. A setup in bf16 on a GPU without it gets a note (`Verdict.precision_note`)."""
     settings = _settings(settings, options)
     memory = memory_of(gpu)
     base = estimate(model, settings)
     remedies = []
     if base.total > memory:
-        for text, change in REMEDIES:
+        for text, change in remedies_for(gpu):
             if any(getattr(settings, key) != value for key, value in change.items()):
                 changed = estimate(model, settings, **change)
                 if changed.total <= memory:
@@ -778,4 +846,6 @@ def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
             )
     presets = {preset.lower(): preset for preset in GPUS}
     name = presets.get(str(gpu).lower(), gpu if isinstance(gpu, str) else format_bytes(memory))
-    return Verdict(name, memory, base, tuple(remedies), largest_micro_batch(model, memory, settings))
+    return Verdict(
+        name, memory, base, tuple(remedies), largest_micro_batch(model, memory, settings), supports_bf16(gpu)
+    )

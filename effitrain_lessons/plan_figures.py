@@ -54,7 +54,7 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
     limit = None if gpu is None else plan.memory_of(gpu)
     gib = 2**30
     longest = max([e.total for e in estimates] + [limit or 0]) / gib
-    fig, ax = plt.subplots(figsize=(10, 1.4 + 0.55 * len(estimates)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(8, 1.6 + 0.55 * len(estimates)), layout="constrained")
     for row, estimate in enumerate(estimates):
         left = 0.0
         for line in estimate.lines:
@@ -77,7 +77,7 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
             row,
             format_bytes(estimate.total),
             va="center",
-            fontsize=8,
+            fontsize=9,
             color="#cf222e" if over else "#333333",
             fontweight="bold" if over else "normal",
             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
@@ -92,12 +92,12 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
             phrase("{gpu}: {memory}", gpu=name, memory=format_bytes(limit)),
             ha="center",
             va="center",
-            fontsize=8,
+            fontsize=9,
             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
         )
-    ax.set_yticks(range(len(labels)), [wrapped(label, 36) for label in labels], fontsize=8)
+    ax.set_yticks(range(len(labels)), [wrapped(label, 26) for label in labels], fontsize=9)
     ax.set_ylim(len(estimates) - 0.4, -0.95)
-    ax.set_xlim(0, longest * 1.14)
+    ax.set_xlim(0, longest * 1.18)
     ax.set_xlabel("GiB")
     ax.set_title(_(title) if title else _("What one training step needs (estimated)"), fontsize=10)
     shown = [name for name in PLAN_COLOURS if any(e.bytes_of(name) for e in estimates)]
@@ -111,7 +111,7 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
         for name in shown
     ]
     fig.legend(
-        handles=handles, loc="outside lower center", fontsize=8, frameon=False, ncols=min(4, len(handles))
+        handles=handles, loc="outside lower center", fontsize=9, frameon=False, ncols=min(3, len(handles))
     )
     ax.spines[["top", "right"]].set_visible(False)
     return finish(fig)
@@ -129,11 +129,13 @@ def _plan_figure(model, gpu, settings) -> tuple[Figure, str]:
         estimates.append(plan.estimate(model, replace(settings, batch=largest, accumulation=1)))
         labels.append(phrase("the largest micro-batch that fits: {largest}", largest=largest))
     title = phrase(
-        "{model}, {precision}, {attention} attention, checkpointing {checkpointing}",
+        "{model} on {gpu}, {precision}, {attention} attention, checkpointing {checkpointing}: {verdict}",
         model=judged.estimate.model.name,
+        gpu=judged.gpu,
         precision=settings.precision,
         attention=settings.attention,
         checkpointing=_("on") if settings.checkpointing else _("off"),
+        verdict=_("fits") if judged.fits else _("does not fit"),
     )
     status = (
         judged.sentence()
@@ -219,11 +221,14 @@ def plan_explorer(
 
 
 def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
-    """Activation memory kept for the backward (MiB) against the FLOPs of a step (GFLOP), one point
-    per measured `recompute.RecomputePoint`: the eager points (gid "eager-point") labelled with their
-    names, the compiled ones joined by a line in the order of their budget (gid "budget-line") and
-    labelled with it, the Pareto-optimal points ringed (gid "pareto"), and a cross (gid
-    "redraws-random") on compiled points whose backward draws dropout's random numbers again.
+    """Two panels, one per price of recomputation, each with the activation memory kept for the backward
+    (MiB) on its vertical axis. Left: against the FLOPs of a step (GFLOP, matrix products), every
+    measured `recompute.RecomputePoint`: the eager points (gid "eager-point") labelled with their
+    names, the compiled ones joined in the order of their budget (gid "budget-line") and labelled
+    with it, and a cross (gid "redraws-random") on compiled points whose backward draws dropout's
+    random numbers again. Right: against the measured time of a step, relative to the first point
+    (gid "time-point"), eager points only (a compiled step's time is aot_eager's, unfused). The
+    Pareto-optimal points of each panel are ringed (gid "pareto"); a crossed point never is.
     `curve` is a `RecomputeCurve` or its points. Used by lesson 6."""
     # here: it imports torch, the planner's figures do not
     from effitrain_lessons.recompute import RecomputeCurve
@@ -231,76 +236,103 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
     curve = curve if isinstance(curve, RecomputeCurve) else RecomputeCurve(tuple(curve))
     eager = [p for p in curve.points if not p.compiled]
     compiled = sorted((p for p in curve.points if p.compiled), key=lambda p: p.budget)
-    fig, ax = plt.subplots(figsize=(8.5, 4.6), layout="constrained")
+    colours = dict(
+        zip(
+            [p.label for p in eager],
+            ("#4c72b0", STATUS_COLOURS["stored"], "#8172b2", "#937860", "#d1495b", "#55a868"),
+            strict=False,
+        )
+    )
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 4.8), sharey=True, layout="constrained")
+    base = curve.baseline.seconds
 
-    def where(p):
-        return p.flops / 1e9, p.saved_bytes / 2**20
+    def mib(p):
+        return p.saved_bytes / 2**20
+
+    def ring(ax, points, x_of, label):
+        ax.plot(
+            [x_of(p) for p in points],
+            [mib(p) for p in points],
+            "o",
+            ms=16,
+            mfc="none",
+            mec="#333333",
+            mew=1.2,
+            linestyle="none",
+            label=label,
+            gid="pareto",
+        )
+
+    def name_points(ax, points, x_of, gid):
+        for p in points:
+            colour = colours[p.label]
+            ax.plot(x_of(p), mib(p), "s", color=colour, ms=8, zorder=3, gid=gid)
+            ax.annotate(
+                wrapped(p.name(), 16),
+                (x_of(p), mib(p)),
+                textcoords="offset points",
+                xytext=(9, 4),
+                fontsize=9,
+                color=colour,
+            )
+
+    def gflops(p):
+        return p.flops / 1e9
 
     if compiled:
-        ax.plot(
-            [where(p)[0] for p in compiled],
-            [where(p)[1] for p in compiled],
+        left.plot(
+            [gflops(p) for p in compiled],
+            [mib(p) for p in compiled],
             "o-",
             color=STATUS_COLOURS["recomputed"],
             ms=6,
-            label=_("torch.compile, one activation memory budget per point"),
+            label=_("torch.compile, one memory budget per point"),
             gid="budget-line",
         )
         for p in compiled:
-            ax.annotate(
+            left.annotate(
                 f"{p.budget:g}",
-                where(p),
+                (gflops(p), mib(p)),
                 textcoords="offset points",
                 xytext=(-9, -5),
                 ha="right",
                 va="top",
-                fontsize=8,
+                fontsize=9,
                 color="#a65a14",
             )
-    for colour, p in zip(("#4c72b0", STATUS_COLOURS["stored"], "#8172b2", "#937860", "#d1495b"), eager):
-        ax.plot(*where(p), "s", color=colour, ms=8, zorder=3, gid="eager-point")
-        ax.annotate(
-            wrapped(p.name(), 28),
-            where(p),
-            textcoords="offset points",
-            xytext=(9, 5),
-            fontsize=8,
-            color=colour,
-        )
-    optimal = curve.optimal()
-    ax.plot(
-        [where(p)[0] for p in optimal],
-        [where(p)[1] for p in optimal],
-        "o",
-        ms=15,
-        mfc="none",
-        mec="#333333",
-        mew=1.2,
-        linestyle="none",
-        label=_("Pareto-optimal: nothing keeps less for no more FLOPs"),
-        gid="pareto",
-    )
+    name_points(left, eager, gflops, "eager-point")
+    ring(left, curve.optimal(), gflops, _("best trade-off: nothing keeps less for less"))
     redrawn = [p for p in curve.points if p.redraws_random]
     if redrawn:
-        ax.plot(
-            [where(p)[0] for p in redrawn],
-            [where(p)[1] for p in redrawn],
+        left.plot(
+            [gflops(p) for p in redrawn],
+            [mib(p) for p in redrawn],
             "x",
             color="#d1495b",
-            ms=9,
+            ms=10,
             mew=2,
             linestyle="none",
-            zorder=4,
-            label=_("backward redraws dropout's random numbers: wrong gradients"),
+            zorder=2,  # under an eager point in the same place: the ring is that point's
+            label=_("dropout redrawn: wrong gradients"),
             gid="redraws-random",
         )
-    low, high = ax.get_xlim()
-    ax.set_xlim(low, high + 0.25 * (high - low))  # room for the labels on the right
-    ax.set_xlabel(_("FLOPs of one step, forward + backward (GFLOP, matrix products)"))
-    ax.set_ylabel(_("activations kept for backward (MiB)"))
-    ax.set_title(
-        _(title) if title else _("What to recompute: memory against compute (measured)"), fontsize=10
-    )
-    ax.legend(fontsize=8, frameon=False, loc="upper right")
-    ax.spines[["top", "right"]].set_visible(False)
+
+    def relative(p):
+        return p.seconds / base
+
+    name_points(right, eager, relative, "time-point")
+    ring(right, curve.optimal("seconds"), relative, None)
+    for ax in (left, right):
+        low, high = ax.get_xlim()
+        ax.set_xlim(low, high + 0.35 * (high - low))  # room for the labels on the right
+        ax.spines[["top", "right"]].set_visible(False)
+        ax.tick_params(labelsize=9)
+    left.set_xlabel(_("FLOPs of a step (GFLOP, matrix products)"), fontsize=9)
+    right.set_xlabel(_("time of a step, measured (x no checkpointing)"), fontsize=9)
+    left.set_ylabel(_("activations kept for backward (MiB)"), fontsize=9)
+    left.set_title(_("against FLOPs"), fontsize=10)
+    right.set_title(_("against time, on this CPU"), fontsize=10)
+    default = _("What to recompute: memory against compute (measured)")
+    fig.suptitle(_(title) if title else default, fontsize=11)
+    fig.legend(loc="outside lower center", fontsize=9, frameon=False, ncols=2)
     return finish(fig)

@@ -35,7 +35,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import import_module
 
 import torch
@@ -58,12 +58,19 @@ default (1), with 0.25 (matrix products recomputed too) and 0.75 (only elementwi
 
 
 def bert_layer(
-    hidden: int = 256, heads: int = 4, intermediate: int = 1024, dropout: float = 0.1, seed: int = 0
+    hidden: int = 256,
+    heads: int = 4,
+    intermediate: int = 1024,
+    dropout: float = 0.1,
+    seed: int = 0,
+    attention: str = "eager",
 ) -> BertLayer:
-    """One encoder layer of BERT (transformers' `BertLayer`, eager attention), in training mode.
+    """One encoder layer of BERT (transformers' `BertLayer`), in training mode.
 
-    `dropout` is both of BERT's dropout probabilities. Weights are drawn from `seed`; the caller's
-    random state is left as it was. Used by lesson 6.
+    `dropout` is both of BERT's dropout probabilities. `attention` is the attention implementation:
+    "eager", or a function registered with `transformers.AttentionInterface` (lesson 6 registers one
+    that recomputes the attention core). Weights are drawn from `seed`, so two layers of one seed have
+    the same weights; the caller's random state is left as it was. Used by lesson 6.
     """
     whole_numbers(hidden=hidden, heads=heads, intermediate=intermediate)
     if hidden % heads:
@@ -83,7 +90,7 @@ def bert_layer(
         intermediate_size=intermediate,
         hidden_dropout_prob=dropout,
         attention_probs_dropout_prob=dropout,
-        attn_implementation="eager",
+        attn_implementation=attention,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -166,6 +173,34 @@ def measure_recompute(
         recomputed=dict(trace.recomputed),
         gradients=trace.gradients,
     )
+
+
+def measure_steps(
+    steps: Mapping[str, Callable],
+    x: torch.Tensor,
+    *,
+    parameters: torch.nn.Module | None = None,
+    loss_fn: Callable | None = None,
+    rounds: int = 7,
+) -> list[RecomputePoint]:
+    """`measure_recompute` for each step of `steps` (label -> the layer, or a function around it), the
+    times taken in turns: each round runs every step once, and a step's time is its fastest round. On
+    a shared CPU a burst of other work then slows every step of a round alike, instead of one step.
+    A step that is a module is its own `parameters`; a function's are `parameters`. Used by lesson 6.
+    """
+    whole_numbers(rounds=rounds)
+    owners = {label: fn if isinstance(fn, torch.nn.Module) else parameters for label, fn in steps.items()}
+    points = {
+        label: measure_recompute(fn, x, label, parameters=owners[label], loss_fn=loss_fn, repeats=1)
+        for label, fn in steps.items()
+    }
+    fastest = dict.fromkeys(steps, math.inf)
+    with torch.random.fork_rng(devices=[]):
+        for _round in range(rounds):
+            for label, fn in steps.items():
+                seconds = _fastest_step(functools.partial(fn, x), loss_fn, 1, owners[label], x)
+                fastest[label] = min(fastest[label], seconds)
+    return [replace(point, seconds=fastest[label]) for label, point in points.items()]
 
 
 def _check_input(x: torch.Tensor) -> None:
@@ -400,7 +435,10 @@ def memory_budget_sweep(
 @dataclass(frozen=True)
 class RecomputeCurve(ShowsAsTable):
     """Measured points, the first one the baseline (no checkpointing). A point is Pareto-optimal when
-    no other point keeps fewer bytes for no more FLOPs, or fewer FLOPs for no more bytes."""
+    no other point keeps fewer bytes for no more FLOPs, or fewer FLOPs for no more bytes (`cost=
+    "seconds"`: for no more time, among eager points, whose times compare). A compiled point whose
+    backward redraws dropout's random numbers computes wrong gradients: it is never optimal, and it
+    rules out no other point."""
 
     points: tuple[RecomputePoint, ...]
 
@@ -430,12 +468,23 @@ class RecomputeCurve(ShowsAsTable):
             )
         )
 
-    def is_optimal(self, point: RecomputePoint) -> bool:
-        return not any(_dominates(other, point) for other in self.points)
+    def candidates(self, cost: str = "flops") -> list[RecomputePoint]:
+        """The points that compete on `cost` ("flops" or "seconds"): right gradients only, and for
+        time eager points only (a compiled step's time is aot_eager's, op by op, unfused)."""
+        if cost not in ("flops", "seconds"):
+            raise ValueError(phrase('cost is "flops" or "seconds", got {cost!r}.', cost=cost))
+        return [p for p in self.points if not p.redraws_random and (cost == "flops" or not p.compiled)]
 
-    def optimal(self) -> list[RecomputePoint]:
-        """The Pareto-optimal points, from the least memory to the most."""
-        return sorted((p for p in self.points if self.is_optimal(p)), key=lambda p: (p.saved_bytes, p.flops))
+    def is_optimal(self, point: RecomputePoint, cost: str = "flops") -> bool:
+        rivals = self.candidates(cost)
+        return point in rivals and not any(_dominates(other, point, cost) for other in rivals)
+
+    def optimal(self, cost: str = "flops") -> list[RecomputePoint]:
+        """The Pareto-optimal points on `cost`, from the least memory to the most."""
+        return sorted(
+            (p for p in self.points if self.is_optimal(p, cost)),
+            key=lambda p: (p.saved_bytes, getattr(p, cost)),
+        )
 
     def table(self) -> Table:
         base = self.baseline
@@ -449,14 +498,15 @@ class RecomputeCurve(ShowsAsTable):
                     f"{_ratio(p.saved_bytes, base.saved_bytes):.0%}",
                     format_flops(p.flops),
                     f"x{_ratio(p.flops, base.flops):.3f}",
-                    f"x{_ratio(p.seconds, base.seconds):.2f}",
+                    "-" if p.compiled else f"x{_ratio(p.seconds, base.seconds):.2f}",
                     again,
-                    "*" if self.is_optimal(p) else "",
+                    ("*" if self.is_optimal(p) else "") + ("+" if self.is_optimal(p, "seconds") else ""),
                     "!" if p.redraws_random else "",
                 )
             )
         notes = [
-            _("* Pareto-optimal: no other point keeps less memory for no more FLOPs."),
+            _("* Pareto-optimal on FLOPs: no other point keeps less memory for no more FLOPs."),
+            _("+ Pareto-optimal on time: no other eager point keeps less memory for no more time."),
             _(
                 "FLOPs count matrix products only (FlopCounterMode): recomputing softmax, GELU, dropout or "
                 "layer norm costs time but no counted FLOPs."
@@ -466,9 +516,8 @@ class RecomputeCurve(ShowsAsTable):
         if any(p.compiled for p in self.points):
             notes.append(
                 _(
-                    "aot_eager runs a compiled step's decomposed graph op by op, "
-                    "with no fusion: more, smaller ops run again, and its time "
-                    "compares with other compiled steps, not with eager ones."
+                    "- a compiled step runs here op by op, unfused (aot_eager): "
+                    "its time says nothing of a compiled step's, so it is not shown."
                 )
             )
         if any(p.redraws_random for p in self.points):
@@ -495,11 +544,12 @@ class RecomputeCurve(ShowsAsTable):
         )
 
 
-def _dominates(a: RecomputePoint, b: RecomputePoint) -> bool:
+def _dominates(a: RecomputePoint, b: RecomputePoint, cost: str = "flops") -> bool:
+    a_cost, b_cost = getattr(a, cost), getattr(b, cost)
     return (
         a.saved_bytes <= b.saved_bytes
-        and a.flops <= b.flops
-        and (a.saved_bytes < b.saved_bytes or a.flops < b.flops)
+        and a_cost <= b_cost
+        and (a.saved_bytes < b.saved_bytes or a_cost < b_cost)
     )
 
 

@@ -41,7 +41,7 @@ RIGHT = {
     "q_outer_step": ("05_diloco", []),
     "q_communication": ("05_diloco", ['communication(20, 6, 2, False, "fp32")']),
     "q_layer_bytes": ("06_will_it_fit", ["layer_activation_bytes(32, 2, 64, 4, 256)"]),
-    "q_fit_t4": ("06_will_it_fit", ["smallest_accumulation_t4", "largest_micro_batch_t4"]),
+    "q_plan_run": ("06_will_it_fit", ['plan_run("bert-large-uncased", "T4", 512, 512)[1]']),
 }
 
 KEEP_MATMULS = """
@@ -49,11 +49,16 @@ def keep_matmuls(ctx, op, *args, **kwargs):
     is_matmul = op == torch.ops.aten.mm.default
     return CheckpointPolicy.MUST_SAVE if is_matmul else CheckpointPolicy.PREFER_RECOMPUTE
 """
-FITS_T4 = """
-def fits_t4(batch, accumulation=1):
-    return estimate(
-        "bert-base-uncased", batch=batch, seq=512, accumulation=accumulation, attention="eager"
-    ).fits("T4")
+PLAN_RUN = """
+def plan_run(model, gpu, batch, seq):
+    precision = {precision}
+    for k in range(1, batch + 1):
+        if batch % k == 0 and estimate(
+            model, batch=batch, seq=seq, accumulation=k, precision=precision,
+            checkpointing={checkpointing}, attention="sdpa",
+        ).fits(gpu):
+            return precision, k
+    return precision, None
 """
 
 # (question, a plausible mistake): each reaches a different public sentence
@@ -140,13 +145,12 @@ WRONG = [
         "def layer_activation_bytes(s, b, h, a, f, dropout=True):\n"
         "    return 4 * (10 * s * b * h + 2 * s * b * f + a * s * s * b + 4 * s * b)\n",
     ),
-    ("q_fit_t4", FITS_T4 + "smallest_accumulation_t4 = 32\nlargest_micro_batch_t4 = 1\n"),
-    ("q_fit_t4", FITS_T4 + "smallest_accumulation_t4 = 1\nlargest_micro_batch_t4 = 32\n"),
-    (
-        "q_fit_t4",
-        FITS_T4 + "smallest_accumulation_t4 = next(k for k in (1, 2, 4, 8, 16, 32) if fits_t4(32, k))\n"
-        "largest_micro_batch_t4 = max(b for b in range(1, 33) if fits_t4(b)) + 1\n",
-    ),
+    # bf16 on a T4, the right accumulation otherwise
+    ("q_plan_run", PLAN_RUN.format(precision='"bf16"', checkpointing=True)),
+    # planned without gradient checkpointing: too many micro-batches
+    ("q_plan_run", PLAN_RUN.format(precision="mixed_precision(gpu)", checkpointing=False)),
+    ("q_plan_run", 'def plan_run(model, gpu, batch, seq):\n    return "fp16", 2\n'),
+    ("q_plan_run", "def plan_run(model, gpu, batch, seq):\n    return [mixed_precision(gpu), 8]\n"),
 ]
 
 

@@ -626,3 +626,58 @@ def test_an_unknown_setting_and_a_memory_that_is_not_a_number_get_one_sentence()
     for memory in (float("nan"), float("inf"), -1, 0):
         with pytest.raises(ValueError, match="The memory must be more than 0 bytes"):
             plan.memory_of(memory)
+
+
+@pytest.mark.parametrize(
+    "gpu,precision",
+    [
+        ("T4", "fp16"),
+        ("colab-T4", "fp16"),
+        ("Tesla T4", "fp16"),
+        ((7, 5), "fp16"),
+        ("Tesla V100-SXM2-16GB", "fp16"),
+        ("16GiB", "fp16"),  # a size names no GPU: fp16 with a loss scaler runs on every one
+        ("L4", "bf16"),
+        ("A100-40GB", "bf16"),
+        ("A100-80GB", "bf16"),
+        ("NVIDIA A100-SXM4-80GB", "bf16"),
+        ("H100-80GB", "bf16"),
+        ("NVIDIA H100 80GB HBM3", "bf16"),
+        ((9, 0), "bf16"),
+    ],
+)
+def test_the_16_bit_type_follows_the_gpus_capability(gpu, precision):
+    assert plan.mixed_precision(gpu) == precision
+    assert plan.supports_bf16(gpu) == (precision == "bf16")
+
+
+def test_a_t4_is_told_fp16_with_a_loss_scaler_never_bf16():
+    setup = {"batch": 32, "seq": 512, "attention": "eager"}
+    t4 = plan.verdict("bert-base-uncased", "T4", **setup)
+    texts = [text for text, _ in t4.remedies]
+    assert "fp16 mixed precision with a loss scaler (GradScaler)" in texts
+    assert not any("bf16" in text for text in texts) and "bf16" not in t4.sentence()
+    [(_, fp16)] = [(text, e) for text, e in t4.remedies if "fp16" in text]
+    assert fp16.settings.precision == "fp16" and fp16.settings.master_weights
+    assert t4.to_dict()["mixed_precision"] == "fp16"
+    # asked for bf16 on a T4: the verdict says so, and what to use instead
+    asked = plan.verdict("bert-base-uncased", "T4", precision="bf16", **setup)
+    assert asked.sentence().endswith(
+        "T4 has no bf16: train in fp16 with a loss scaler (GradScaler), the same bytes."
+    )
+    for gpu, batch in (("A100-40GB", 64), ("H100-80GB", 128)):
+        big = plan.verdict("bert-base-uncased", gpu, batch=batch, seq=512, attention="eager")
+        assert "bf16 mixed precision" in [text for text, _ in big.remedies], gpu
+        assert big.to_dict()["mixed_precision"] == "bf16" and not big.precision_note
+
+
+def test_effitrain_plans_16_bit_advice_follows_each_gpu(capsys):
+    from effitrain_lessons import cli
+
+    arguments = ["plan", "bert-base-uncased", "--batch", "32", "--seq", "512", "--attention", "eager"]
+    assert cli.main([*arguments, "--gpu", "T4", "--gpu", "A100-40GB"]) == 0
+    out = capsys.readouterr().out
+    t4 = next(line for line in out.splitlines() if line.startswith("T4: "))
+    assert "fp16 mixed precision with a loss scaler (GradScaler)" in t4 and "bf16" not in t4
+    assert cli.main([*arguments, "--gpu", "T4", "--precision", "bf16"]) == 0
+    assert "T4 has no bf16: train in fp16 with a loss scaler (GradScaler)" in capsys.readouterr().out

@@ -289,3 +289,70 @@ def test_the_plot_labels_every_point(measured):
     assert "redraws-random" in {
         line.get_gid() for line in plan_figures.plot_recompute_pareto(flags).axes[0].get_lines()
     }
+
+
+def test_a_point_with_wrong_gradients_is_never_optimal_nor_rules_out_another():
+    wrong = replace(point("budget 0.5", 40, 10, budget=0.5), redraws_random=True)
+    curve = recompute.RecomputeCurve([point("none", 100, 10), point("selective", 50, 10), wrong])
+    assert not curve.is_optimal(wrong)
+    assert [p.label for p in curve.optimal()] == ["selective"]  # still optimal: `wrong` is no option
+    fig = plan_figures.plot_recompute_pareto(curve)
+    rings = next(line for line in fig.axes[0].get_lines() if line.get_gid() == "pareto")
+    crosses = next(line for line in fig.axes[0].get_lines() if line.get_gid() == "redraws-random")
+    assert list(rings.get_ydata()) == [50 / 2**20]
+    assert not set(crosses.get_ydata()) & set(rings.get_ydata())
+
+
+def test_time_is_a_second_price_among_eager_points_only():
+    slow_selective = replace(point("selective", 50, 10), seconds=1.6)
+    curve = recompute.RecomputeCurve(
+        [
+            point("none", 100, 10),
+            replace(point("full", 0, 14), seconds=1.5),
+            slow_selective,
+            replace(point("budget 1", 60, 10, budget=1.0), seconds=0.1),  # aot_eager's time: no rival
+        ]
+    )
+    assert [p.label for p in curve.optimal()] == ["full", "selective"]
+    # on time, full checkpointing keeps less for less: selective is no best trade-off
+    assert [p.label for p in curve.optimal("seconds")] == ["full", "none"]
+    rows = {row[0]: row for row in curve.table().rows}
+    assert rows["selective"][7] == "*" and rows["full"][7] == "*+" and rows["none"][7] == "+"
+    assert rows["memory budget 1"][5] == "-"  # a compiled step's time is not shown
+    fig = plan_figures.plot_recompute_pareto(curve)
+    left, right = fig.axes
+    timed = [line for line in right.get_lines() if line.get_gid() == "time-point"]
+    assert sorted(line.get_xdata()[0] for line in timed) == [1.0, 1.5, 1.6]  # eager only, x no checkpointing
+    with pytest.raises(ValueError, match="cost is"):
+        curve.optimal("joules")
+
+
+def test_measure_steps_times_the_steps_in_turns():
+    layer, x = small_layer()
+    points = recompute.measure_steps(
+        {"no checkpointing": layer, "full": full(layer)}, x, parameters=layer, rounds=2
+    )
+    assert [p.label for p in points] == ["no checkpointing", "full"]
+    assert points[1].saved_bytes < points[0].saved_bytes and points[1].flops > points[0].flops
+    assert all(0 < p.seconds < 60 for p in points)
+
+
+def test_a_layer_can_take_a_registered_attention_function():
+    from torch.utils.checkpoint import checkpoint
+    from transformers import AttentionInterface
+    from transformers.models.bert.modeling_bert import eager_attention_forward
+
+    calls = []
+
+    def core(module, query, key, value, attention_mask, **kwargs):
+        calls.append(query.shape)
+        return checkpoint(
+            eager_attention_forward, module, query, key, value, attention_mask, use_reentrant=False, **kwargs
+        )
+
+    AttentionInterface.register("test_core", core)
+    plain, wrapped = recompute.bert_layer(seed=3), recompute.bert_layer(seed=3, attention="test_core")
+    x = recompute.layer_input(plain, batch=2, seq=16, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), wrapped.state_dict().values()))
+    plain.eval(), wrapped.eval()
+    assert torch.allclose(plain(x), wrapped(x)) and calls
