@@ -161,7 +161,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
                 N_("nothing: Hugging Face models checkpoint only while training"),
             ],
             answer=2,
-            why=N_("The layers check `self.training` before they checkpoint (section 5 measured it)."),
+            why=N_("The layers check `self.training` before they checkpoint (section 4 measured it)."),
         ),
     ),
     "02": (
