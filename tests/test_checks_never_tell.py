@@ -71,10 +71,11 @@ WRONG = [
     (
         "q_bytes",
         "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize\n\n"
-        "def score_bytes(sequences, tokens, dtype):\n    return tensor_bytes((sequences, tokens, tokens), dtype)\n",
+        "def score_bytes(sequences, tokens, dtype):\n"
+        "    return tensor_bytes((sequences, tokens, tokens), dtype)\n",
     ),
     ("q_checkpoint_block", "def checkpointed_block(x):\n    return block(x)\n"),
-    # k = n keeps as much as no checkpointing; 5 keeps the least, like the answer, for more FLOPs; 3 does not split
+    # k = n keeps as much as no checkpointing; 5 keeps the least for more FLOPs; 3 does not split
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return n_blocks\n"),
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return 5\n"),
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return 3\n"),

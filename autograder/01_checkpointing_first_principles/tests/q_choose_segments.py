@@ -12,8 +12,9 @@ test = {   'name': 'q_choose_segments',
                                                '>>> least = min((row.kept_bytes for row in measured.rows))\n'
                                                ">>> assert measured.row(k).kept_bytes == least, phrase('another k keeps fewer activations for these 20 blocks than yours: re-read section 3, the "
                                                "memory model n/k + k - 1')\n"
-                                               ">>> assert measured.row(k).flops == min((r.flops for r in measured.rows if r.kept_bytes == least)), phrase('another k keeps the same memory as yours "
-                                               "for fewer FLOPs: re-read section 3, what each checkpointed segment costs')\n",
+                                               '>>> cheapest = min((r.flops for r in measured.rows if r.kept_bytes == least))\n'
+                                               ">>> assert measured.row(k).flops == cheapest, phrase('another k keeps the same memory as yours for fewer FLOPs: re-read section 3, what each "
+                                               "checkpointed segment costs')\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments\n'
