@@ -49,7 +49,7 @@ def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str |
         for part, nbytes in breakdowns[label].parts().items():
             mib = nbytes / 2**20
             ax.barh(row, mib, left=left, color=MEMORY_COLOURS[part], edgecolor="white", height=0.6)
-            if mib > 0.06 * max(m.total for m in breakdowns.values()) / 2**20:
+            if mib > 0.1 * max(m.total for m in breakdowns.values()) / 2**20:  # room for its label
                 ax.text(
                     left + mib / 2,
                     row,
