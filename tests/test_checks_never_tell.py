@@ -23,7 +23,8 @@ from effitrain_lessons.course.lessons import load_lesson
 
 # question -> (lesson, expressions whose value under the solution is the answer a check must not show)
 RIGHT = {
-    "q_bytes": ("00_start_here", ["tensor_bytes((3, 5), torch.int8)", "score_bytes(8, 32, torch.bfloat16)"]),
+    "q_bytes": ("00_start_here", ["tensor_bytes((8, 32, 64), torch.float32)"]),
+    "q_score_bytes": ("00_start_here", ["score_bytes(8, 32, torch.bfloat16)"]),
     "q_checkpoint_block": ("01_checkpointing_first_principles", []),
     "q_choose_segments": ("01_checkpointing_first_principles", ["choose_segments(20)"]),
     "q_keep_matmuls": (
@@ -67,12 +68,11 @@ def fits_t4(batch, accumulation=1):
 WRONG = [
     ("q_bytes", "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 2\n"),
     ("q_bytes", "def tensor_bytes(shape, dtype):\n    return 65536.0\n"),
-    # the right tool, the scores without their heads
+    # the scores without their heads
     (
-        "q_bytes",
-        "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * dtype.itemsize\n\n"
-        "def score_bytes(sequences, tokens, dtype):\n"
-        "    return tensor_bytes((sequences, tokens, tokens), dtype)\n",
+        "q_score_bytes",
+        "import math\n\ndef score_bytes(sequences, tokens, dtype):\n"
+        "    return math.prod((sequences, tokens, tokens)) * dtype.itemsize\n",
     ),
     ("q_checkpoint_block", "def checkpointed_block(x):\n    return block(x)\n"),
     # k = n keeps as much as no checkpointing; 5 keeps the least for more FLOPs; 3 does not split
