@@ -335,12 +335,12 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
             fontsize=9,
         )
         ax.set_title(titles[k], fontsize=10, loc="left")
-        ax.set_ylabel(_("activations held (layers)"))
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.spines[["top", "right"]].set_visible(False)
     axes[1].set_xlim(0, costs[segments] * 1.02)
     axes[1].set_ylim(0, n_layers * 1.18)
     axes[1].set_xlabel(_("time, in layer forward passes (a layer's backward costs two)"))
+    fig.supylabel(_("activations held (layers)"), fontsize=10)  # one label for both rows
     handles = [Patch(color=c, label=_(phase)) for phase, c in colours.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
     fig.suptitle(
