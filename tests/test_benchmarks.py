@@ -124,7 +124,7 @@ def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
 
     assert answers("solved") == solutions
     partly = answers("partly solved")
-    assert [partly[i] == solutions[i] for i in solutions] == [True, False]
+    assert [partly[i] == solutions[i] for i in solutions] == [True, False, False]
     assert all(source in grading.BROKEN for source in answers("broken").values())
     assert all(source != solutions[i] for i, source in answers("blank").items())
 

@@ -490,16 +490,29 @@ def test_lesson_01_public_check_compares_predictions_with_the_measurement():
 
 
 @pytest.mark.parametrize("n_layers, segments", [(12, 3), (36, 6), (16, 4)])
-def test_the_drawn_step_peaks_at_n_without_and_n_over_k_plus_k_with_checkpointing(n_layers, segments):
+def test_the_drawn_step_is_what_the_lesson_says_and_measures(n_layers, segments):
     plain = checkpointing_figures._memory_over_step(n_layers, 1)
     checkpointed = checkpointing_figures._memory_over_step(n_layers, segments)
-    assert max(held for _, held in plain) == n_layers and len(plain) == 2 * n_layers
-    assert max(held for _, held in checkpointed) == n_layers // segments + segments
-    assert len(checkpointed) == 3 * n_layers  # one extra forward pass, drawn as recomputation
-    assert sum(phase == "recompute" for phase, _ in checkpointed) == n_layers
+    assert max(held for _, held, _ in plain) == n_layers
+    # the peak is Chen et al.'s model, the one the measured sweep follows
+    assert max(held for _, held, _ in checkpointed) == ckpt.chen_memory(n_layers, segments)
+    # the last segment is not recomputed; the others are, once each
+    assert sum(phase == "recompute" for phase, _, _ in checkpointed) == n_layers - n_layers // segments
+    assert sum(phase == "backward" for phase, _, _ in checkpointed) == n_layers
+    # a backward costs two forwards: the drawn cost is the FLOPs model the sweep measures
+    cost = sum(c for _, _, c in checkpointed) / sum(c for _, _, c in plain)
+    assert sum(c for _, _, c in plain) == 3 * n_layers
+    assert cost == pytest.approx(ckpt.chen_flops_ratio(segments))
+    assert all(held >= 1 for _, held, _ in plain + checkpointed)
     assert checkpointing_figures.draw_checkpointing_memory(n_layers, segments).axes
     with pytest.raises(ValueError, match="segments must divide n_layers"):
         checkpointing_figures.draw_checkpointing_memory(12, 5)
+
+
+def test_the_lesson_s_drawing_lands_on_the_x1_22_measured_at_k_3():
+    timelines = [checkpointing_figures._memory_over_step(12, k) for k in (1, 3)]
+    plain, checkpointed = (sum(c for _, _, c in t) for t in timelines)
+    assert (plain, checkpointed) == (36, 44) and round(checkpointed / plain, 2) == 1.22
 
 
 def test_the_sweep_prints_itself_as_a_table(sweep):

@@ -24,7 +24,9 @@ from effitrain_lessons.course.lessons import load_lesson
 # question -> (lesson, expressions whose value under the solution is the answer a check must not show)
 RIGHT = {
     "q_bytes": ("00_start_here", ["tensor_bytes((8, 32, 64), torch.float32)"]),
+    "q_score_bytes": ("00_start_here", ["score_bytes(8, 32, torch.bfloat16)"]),
     "q_checkpoint_block": ("01_checkpointing_first_principles", []),
+    "q_choose_segments": ("01_checkpointing_first_principles", ["choose_segments(20)"]),
     "q_keep_matmuls": (
         "01_checkpointing_first_principles",
         ["predicted_recomputations", "predicted_kept_bytes"],
@@ -65,7 +67,17 @@ def plan_run(model, gpu, batch, seq):
 WRONG = [
     ("q_bytes", "import math\n\ndef tensor_bytes(shape, dtype):\n    return math.prod(shape) * 2\n"),
     ("q_bytes", "def tensor_bytes(shape, dtype):\n    return 65536.0\n"),
+    # the scores without their heads
+    (
+        "q_score_bytes",
+        "import math\n\ndef score_bytes(sequences, tokens, dtype):\n"
+        "    return math.prod((sequences, tokens, tokens)) * dtype.itemsize\n",
+    ),
     ("q_checkpoint_block", "def checkpointed_block(x):\n    return block(x)\n"),
+    # k = n keeps as much as no checkpointing; 5 keeps the least for more FLOPs; 3 does not split
+    ("q_choose_segments", "def choose_segments(n_blocks):\n    return n_blocks\n"),
+    ("q_choose_segments", "def choose_segments(n_blocks):\n    return 5\n"),
+    ("q_choose_segments", "def choose_segments(n_blocks):\n    return 3\n"),
     # keeps everything: the check of the policy itself fails
     (
         "q_keep_matmuls",

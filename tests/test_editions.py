@@ -280,7 +280,14 @@ def test_exercise_checks_fail_unanswered_and_pass_with_the_solution_offline():
     results = json.loads(done.stdout.strip().splitlines()[-1])
 
     learner_checks, solution_checks = results[str(learner)], results[str(solution)]
-    assert list(learner_checks) == list(solution_checks) == ['grader.check("q_bytes")']
+    assert (
+        list(learner_checks)
+        == list(solution_checks)
+        == [
+            'grader.check("q_bytes")',
+            'grader.check("q_score_bytes")',
+        ]
+    )
     unanswered, answered = (
         learner_checks['grader.check("q_bytes")'],
         solution_checks['grader.check("q_bytes")'],

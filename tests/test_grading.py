@@ -574,8 +574,10 @@ def test_attacks_score_nothing_and_are_flagged(hostile, name, flag):
     )
     assert result.total <= result.possible and set(result.questions) <= {
         "q_bytes",
+        "q_score_bytes",
         "q_checkpoint_block",
         "q_keep_matmuls",
+        "q_choose_segments",
     }
     assert any(flag in entry for entry in result.flags), (name, result.flags)
     row = read_csv(hostile["out"] / "grades.csv")[name]
