@@ -149,8 +149,8 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ["6", "1", "36"],
             answer=0,
             why=N_(
-                "Memory goes as n/k + k, smallest at k = sqrt(36) = 6; k = 36 keeps every block's input, as "
-                "much as no checkpointing."
+                "Memory goes as n/k + k - 1, smallest at k = sqrt(36) = 6; k = 36 keeps every block's input, "
+                "as much as no checkpointing."
             ),
         ),
         Question(
