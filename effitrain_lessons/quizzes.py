@@ -278,7 +278,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             [N_("the gradients"), N_("the model's parameters"), N_("the losses")],
             answer=1,
             why=N_(
-                "Each process takes K optimizer steps on its own, "
+                "Each process trains on its own for K calls of `local_sgd.step()`, "
                 "then the processes average their parameters, one all-reduce per parameter tensor."
             ),
         ),
