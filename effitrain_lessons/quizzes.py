@@ -318,7 +318,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             answer=0,
             why=N_(
                 "Fewer averages mean less communication; the price is the "
-                "drift between them, which section 4 measured as loss."
+                "drift between them, which can raise the loss: section 4 weighs it."
             ),
         ),
     ),
