@@ -278,7 +278,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             [N_("the gradients"), N_("the model's parameters"), N_("the losses")],
             answer=1,
             why=N_(
-                "Each process takes K optimizer steps on its own, "
+                "Each process trains on its own for K calls of `local_sgd.step()`, "
                 "then the processes average their parameters, one all-reduce per parameter tensor."
             ),
         ),
@@ -318,7 +318,7 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             answer=0,
             why=N_(
                 "Fewer averages mean less communication; the price is the "
-                "drift between them, which section 4 measured as loss."
+                "drift between them, which can raise the loss: section 4 weighs it."
             ),
         ),
     ),
