@@ -322,6 +322,8 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
 
     name_points(right, eager, relative, "time-point")
     ring(right, curve.optimal("seconds"), relative, None)
+    low, high = left.get_ylim()
+    left.set_ylim(low, high + 0.2 * (high - low))  # room above for a top point's label of 2-3 lines
     for ax in (left, right):
         low, high = ax.get_xlim()
         ax.set_xlim(low, high + 0.35 * (high - low))  # room for the labels on the right
