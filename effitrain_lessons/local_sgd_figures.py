@@ -181,7 +181,7 @@ def plot_local_sgd_sweep(
     bytes_ax.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     bytes_ax.yaxis.set_major_formatter(ScalarFormatter())
     bytes_ax.yaxis.set_minor_formatter(NullFormatter())
-    bytes_ax.set_ylabel(wrapped(_("MB all-reduced per process (log scale)"), 32))
+    bytes_ax.set_ylabel(wrapped(_("MB all-reduced per process (log scale)"), 30))
     bytes_ax.set_title(_("communication: what each process sends"), fontsize=10)
     bytes_ax.legend(fontsize=8, frameon=False, loc="center left")
 
