@@ -28,6 +28,8 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import io
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -385,6 +387,19 @@ def launch(
     ]
 
 
+def write_whole(text: str) -> None:
+    """Write `text` to standard output in one system call where a file is behind it: processes that
+    share one output would otherwise interleave, since print() writes a text and its newline apart."""
+    sys.stdout.flush()
+    try:
+        descriptor = sys.stdout.fileno()
+    except (AttributeError, io.UnsupportedOperation):  # captured output: a notebook, pytest
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    os.write(descriptor, text.encode())
+
+
 def run_under_launcher(config: RunConfig, saved_loop) -> int:
     """The body of a lesson's module under a launcher: check `config`, import the lesson's saved loop
     (`saved_loop()` returns it), run it in this process with `measured_run`, print what this process
@@ -396,20 +411,17 @@ def run_under_launcher(config: RunConfig, saved_loop) -> int:
         print(phrase("error: {message}", message=error), file=sys.stderr)
         end_processes()
         return 2
-    print(report.describe(), flush=True)
-    print(
-        phrase(
-            "[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
-            "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
-            rank=report.rank,
-            run=config.label,
-            synchronizations=report.synchronizations,
-            calls=report.allreduce_calls,
-            bytes=report.allreduce_bytes,
-            loss=report.eval_loss,
-            accuracy=report.eval_accuracy,
-        ),
-        flush=True,
+    line = phrase(
+        "[rank {rank}] {run}: {synchronizations} synchronizations, {calls} all-reduce calls, "
+        "{bytes:,} bytes; validation loss {loss:.4f}, accuracy {accuracy:.3f}",
+        rank=report.rank,
+        run=config.label,
+        synchronizations=report.synchronizations,
+        calls=report.allreduce_calls,
+        bytes=report.allreduce_bytes,
+        loss=report.eval_loss,
+        accuracy=report.eval_accuracy,
     )
+    write_whole(f"{report.describe()}\n{line}\n")
     end_processes()
     return 0
