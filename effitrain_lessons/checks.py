@@ -24,6 +24,7 @@ from pathlib import Path
 
 from effitrain_lessons.i18n import DEFAULT, LANGUAGES, N_, _, phrase
 from effitrain_lessons.i18n import language as language_in_use
+from effitrain_lessons.judging import Opaque
 
 HONEST = N_("All public tests passed. Hidden tests run when your work is graded, and may still fail.")
 ALL_PASSED = N_("All tests passed, hidden ones included.")
@@ -213,7 +214,7 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
     class and equal anything). A learner who has not answered yet (`...`) is told to replace it. A
     dict of numbers says, key by key, which ones are too high or too low.
     """
-    if predicted is Ellipsis:
+    if predicted is Ellipsis or predicted == Opaque("ellipsis"):
         raise AssertionError(phrase("{name} is still `...`: replace it with your prediction.", name=name))
     if type(measured) in (int, float):
         if type(predicted) not in (int, float):
@@ -284,7 +285,7 @@ def _number(value) -> bool:
 
 
 def _kind(value) -> str:
-    return type(value).__name__
+    return value.kind if type(value) is Opaque else type(value).__name__
 
 
 def _show(value) -> str:
