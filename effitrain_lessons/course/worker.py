@@ -4,16 +4,23 @@ Started by the grader as `python -I -m effitrain_lessons.course.worker` (isolate
 scratch folder nor any environment variable is put on `sys.path`). It reads JSON lines on standard
 input and writes JSON lines to the report pipe (`EFFITRAIN_REPORT_FD`):
 
-    grader -> worker   {"cells": [{"id", "kind": "lesson"|"answer"|"check", "question", "source"}]}
+    grader -> worker   {"cells": [{"id", "kind": "lesson"|"answer"|"check", "question", "source"}],
+                        "nonce": SESSION}
     worker -> grader   {"event": "cell", "id", "ok", "error"}  after each lesson or answer cell
                        {"event": "flag", "cell", "what"}       something an answer reached for
                        {"event": "tests", "question"}          at a check cell: send its public cases
                        {"event": "cells-done"}                 every cell ran: send the hidden cases
-    grader -> worker   {"case": NONCE, "question", "code"} ... {"continue": true} | {"finish": true}
-    worker -> grader   {"event": "case", "nonce": NONCE, "passed", "message"}
+    grader -> worker   {"case": NONCE, "question", "code", "result": NAME} ... {"continue": true}
+                       | {"finish": true}
+    worker -> grader   {"event": "case", "nonce": NONCE, "data", "error", "changed"}
 
-The grader sends one case at a time, each with a fresh nonce, and hidden cases only after every
-answer cell and public case has run, so nothing a submission prints can contain hidden test code.
+Every message the worker sends carries a nonce: the session's, or the case's for a case's data; the
+grader drops any other. A case's `code` is the part of a graded case that must run beside the answer
+(`effitrain_lessons.judging`); the worker runs it and sends back the variable `result` names as
+plain data, `encode`d. It never learns what the data is compared with, and never says whether a case
+passed: the grader judges. The grader sends one case at a time, each with a fresh nonce, and hidden
+cases only after every answer cell and public case has run, so nothing a submission prints can
+contain hidden test code.
 
 The worker trusts nothing learner code can reach. Its machinery is built by `_machinery()` before
 any learner code runs: every function, built-in and piece of state it uses is a local of that
@@ -33,6 +40,8 @@ import json
 import os
 import sys
 import types
+
+from effitrain_lessons.judging import encode
 
 # Modules whose attributes tests rely on: snapshotted around every answer cell and test case.
 WATCHED_EXACT = (
@@ -200,10 +209,12 @@ def _machinery(report_fd: int):
         PROC_PRIVATE,
     )
 
-    state = {"inbox": b"", "watching": None, "in_hook": False, "shell_builtins": {}}
+    encode_ = encode
+    state = {"inbox": b"", "watching": None, "in_hook": False, "shell_builtins": {}, "nonce": ""}
     flagged = set_()
 
     def send(message):
+        message.setdefault("nonce", state["nonce"])
         data = (dumps(message, ensure_ascii=True) + "\n").encode("ascii")
         while data:
             data = data[write(report_fd, data) :]
@@ -402,41 +413,56 @@ def _machinery(report_fd: int):
                 namespace["__builtins__"] = builtins_module
         send({"event": "cell", "id": cell["id"], "ok": error is None, "error": describe(error)})
 
-    def run_case(namespace, code, question):
+    def run_case(namespace, code, question, result):
+        """Run a case's code in a copy of `namespace`; the variable `result` as encoded plain data."""
         env = {k: v for k, v in list_(namespace.items()) if k not in builtin_names}
         env["__builtins__"] = builtins_module
         before = snapshot()
         state["watching"] = "test " + question
-        passed, message = True, ""
+        data, error = None, None
         try:
             exec_(compile_(code, "<test>", "exec"), env)
-        except BaseException_ as error:  # noqa: BLE001 - any exception fails the case
-            passed, message = False, describe(error)
+        except BaseException_ as failure:  # noqa: BLE001 - any exception fails the case
+            error = failure
         finally:
             state["watching"] = None
         changed = restore(before)
-        if changed:
-            passed, message = (
-                False,
-                "the code under test changed what the tests rely on: " + "; ".join(changed[:3]),
-            )
-            for what in changed:
-                flag("test " + question, what + " during a test")
-        return passed, message
+        for what in changed:
+            flag("test " + question, what + " during a test")
+        if error is None:
+            if result not in env:
+                return None, f"NameError: name {result!r} is not defined", changed
+            try:
+                data = encode_(env[result])
+            except BaseException_ as failure:  # noqa: BLE001 - too big, or a value that broke plain()
+                error = failure
+        return data, describe(error), changed
 
     def serve_cases(namespace):
         while True:
             order = command()
             if "case" not in order:
                 return
-            passed, message = run_case(
-                namespace, str_(order.get("code", "")), str_(order.get("question", ""))
+            data, error, changed = run_case(
+                namespace,
+                str_(order.get("code", "")),
+                str_(order.get("question", "")),
+                str_(order.get("result", "got")),
             )
-            send({"event": "case", "nonce": order["case"], "passed": passed, "message": message})
+            send(
+                {
+                    "event": "case",
+                    "nonce": str_(order["case"]),
+                    "data": data,
+                    "error": error,
+                    "changed": "; ".join(changed[:3]),
+                }
+            )
 
     def main():
         sys.addaudithook(audit)
         job = command()
+        state["nonce"] = str_(job.get("nonce", ""))
         sys.stdin = open(os.devnull)  # answers that ask for input get an empty line, not the grader's pipe
         from IPython.core.interactiveshell import InteractiveShell
         from traitlets.config import Config
