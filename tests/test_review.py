@@ -138,6 +138,7 @@ def tensor_bytes(shape, dtype):
         "from logging import sys as s",
         "x = torch.os",
         "operator.attrgetter('sys')(logging)",
+        "cs = collections._sys",  # a module's private name for sys
     ],
 )
 def test_sys_reached_through_another_module_is_flagged(source):
@@ -379,6 +380,25 @@ def test_flags_are_one_short_printable_line():
 )
 def test_no_source_makes_the_review_fail(source, expected):
     assert flags(source) == expected
+
+
+@pytest.mark.parametrize(
+    "source, phrase",
+    [
+        ("import __main__\n__main__.REACH = {}", "imports __main__"),
+        ("w = sys.modules['effitrain_lessons.course.worker']", "names the grader (effitrain_lessons.course)"),
+        ("effitrain_lessons.course.worker.REACH.clear()", "reaches the grader (effitrain_lessons.course)"),
+        (
+            "class Raw:\n    __array_interface__ = {'data': (0, False)}",
+            "defines __array_interface__ on a class",
+        ),
+        ("class Later:\n    def __del__(self):\n        pass", "defines __del__ on a class"),
+        ("get_ipython().events.register('post_run_cell', f)", "uses the IPython shell (events)"),
+        ("torch.nn.modules.module.register_module_forward_hook(f)", "registers a global hook"),
+    ],
+)
+def test_other_ways_around_the_tests_are_flagged(source, phrase):
+    assert flagged(source, phrase), flags(source)
 
 
 def test_the_grading_attacks_keep_their_flags():

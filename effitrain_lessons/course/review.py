@@ -26,13 +26,13 @@ name, `sys.modules[...]`, a function's parameter the cell passes a module to):
 An alias is judged by what it names: `import torch as tt` and `tt.randn(...)` are as ordinary as
 `torch.randn(...)`; `import os as o` is "imports os".
 
-What a static review cannot see: values known only at run time. A module or function handed over
-in a way the review does not follow (returned by a library call, fetched from a container, passed
-through a lambda) is an ordinary object to it; a name assembled at run time is flagged as computed
-but not resolved; code in a string given to a library that runs it (a pickle, a config) is a string.
-A library function can itself reach the grader's objects on the answer's behalf. These flags make a
-suspicious answer visible; the guarantee that a score reflects the answer comes from judging the
-answer's outputs outside its process, not from this review.
+What a static review cannot see: what exists only at run time. It follows a module through imports,
+assignments, default values, `getattr` with a literal name, `sys.modules[...]` and the cell's own
+function calls; not through what a library call returns, a container, a lambda's parameter or a
+name another cell bound. A name assembled at run time is flagged as computed, never resolved. Code
+a library runs on the answer's behalf (a hook, a callback, a string it evaluates) shows only as the
+call that hands it over. So the flags make a suspicious answer visible to the instructor; they do
+not prove an unflagged answer honest, and no score may rest on them.
 """
 
 from __future__ import annotations
@@ -106,6 +106,7 @@ SYSTEM_MODULES = frozenset(
         "pkgutil",
         "pydoc",
         "zipimport",
+        "__main__",
     }
 )
 GRADER_MODULES = ("effitrain_lessons.course",)
@@ -134,7 +135,8 @@ KNOWN_NAMES = {
     "F": "torch.nn.functional",
     "get_ipython": "IPython.get_ipython",
 }
-# Modules whose name, as an attribute of another module, is a way to reach them unseen.
+# Modules whose name, as an attribute of another module, is a way to reach them unseen (also with a
+# leading underscore: `collections._sys`).
 REACHED_THROUGH = frozenset(
     {
         "sys",
@@ -226,6 +228,9 @@ INTERNALS = frozenset(
         "__delattr__",
         "__init_subclass__",
         "__set_name__",
+        "__array_interface__",
+        "__array_struct__",
+        "__cuda_array_interface__",
     }
 )
 # Attribute names, each a way into what the tests run on, and the phrase that names it.
@@ -321,6 +326,8 @@ FUNCTION_BUILDERS = frozenset(
     {"types.FunctionType", "types.LambdaType", "types.CodeType", "types.MethodType"}
 )
 IMPORTERS = frozenset({"builtins.__import__", "importlib.import_module", "importlib.__import__"})
+# Methods a class may define that the tests would call unseen: comparisons, conversions, copies,
+# finalizers, torch and NumPy protocols.
 COMPARISON_DUNDERS = frozenset(
     {
         "__eq__",
@@ -345,6 +352,14 @@ COMPARISON_DUNDERS = frozenset(
         "__torch_dispatch__",
         "__array__",
         "__array_function__",
+        "__array_interface__",
+        "__del__",
+        "__init_subclass__",
+        "__set_name__",
+        "__copy__",
+        "__deepcopy__",
+        "__reduce__",
+        "__reduce_ex__",
     }
 )
 SHELL_MAGICS = frozenset({"system", "getoutput", "run_line_magic", "run_cell_magic"})
@@ -585,8 +600,7 @@ class _Review:
         """What a dotted name reaches: another module's `sys`, torch's overrides or internals."""
         parts = path.split(".")
         for part in parts[1:]:
-            if part in REACHED_THROUGH:
-                self.note(f"reaches {part} through another module")
+            self._reached_through(part)
         if parts[0] != "torch":
             return
         if parts[1:2] == ["overrides"]:
@@ -597,6 +611,11 @@ class _Review:
             if part.startswith("_") and not part.startswith("__"):
                 self.note(f"reaches torch internals ({'.'.join(parts[: index + 1])})")
                 break
+
+    def _reached_through(self, name: str) -> None:
+        module = name if name in REACHED_THROUGH else name.lstrip("_")
+        if module in REACHED_THROUGH:
+            self.note(f"reaches {module} through another module")
 
     def _attribute_name(self, name: str, writes: bool = False) -> None:
         """Checks on an attribute's name alone, however it is reached (`.name`, `getattr(x, "name")`)."""
@@ -620,8 +639,7 @@ class _Review:
     def _attribute(self, node: ast.Attribute) -> None:
         writes = isinstance(node.ctx, (ast.Store, ast.Del))
         self._attribute_name(node.attr, writes)
-        if node.attr in REACHED_THROUGH:
-            self.note(f"reaches {node.attr} through another module")
+        self._reached_through(node.attr)
         if node.attr in CONTEXT_BY_HAND:
             self.note(f"calls {node.attr} by hand")
         owner = self.path(node.value)
@@ -727,8 +745,7 @@ class _Review:
                 continue
             for part in name.split(".") if function == "operator.attrgetter" else [name]:
                 self._attribute_name(part, writes=setter)
-                if part in REACHED_THROUGH:
-                    self.note(f"reaches {part} through another module")
+                self._reached_through(part)
         if setter and len(node.args) >= 2 and _literal(node.args[1]) is not None:
             owner = self.path(node.args[0])
             verb = "deletes" if function == "builtins.delattr" else "assigns"
@@ -771,6 +788,8 @@ class _Review:
         for marker in PATH_MARKERS:
             if marker in text:
                 self.note(f"names the path {marker}")
+        if GRADER_MODULES[0] in text:
+            self.note(f"names the grader ({GRADER_MODULES[0]})")
         if "_" in text or any(word in text for word in ("mro", "TorchFunctionMode", "TorchDispatchMode")):
             for word in set(WORD.findall(text)):
                 self._attribute_name(word)
