@@ -395,6 +395,9 @@ def test_no_source_makes_the_review_fail(source, expected):
         ("class Later:\n    def __del__(self):\n        pass", "defines __del__ on a class"),
         ("get_ipython().events.register('post_run_cell', f)", "uses the IPython shell (events)"),
         ("torch.nn.modules.module.register_module_forward_hook(f)", "registers a global hook"),
+        ("%time torch.testing.assert_close = f", "assigns torch.testing.assert_close"),
+        ("%timeit -n 1 -r 1 torch.isclose = f", "assigns torch.isclose"),
+        ("%%capture out\nlogging.sys._getframe(0)\n", "reads the call stack (_getframe)"),
     ],
 )
 def test_other_ways_around_the_tests_are_flagged(source, phrase):

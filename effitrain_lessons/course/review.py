@@ -364,6 +364,7 @@ COMPARISON_DUNDERS = frozenset(
 )
 SHELL_MAGICS = frozenset({"system", "getoutput", "run_line_magic", "run_cell_magic"})
 BENIGN_MAGICS = frozenset({"time", "timeit", "matplotlib", "pinfo", "who", "whos"})
+CODE_MAGICS = frozenset({"time", "timeit", "capture"})  # they run the Python they are given: read it too
 BUILTIN_NAMES = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 PATH_MARKERS = ("/proc", "/sys/", "/etc/", "/root", "/home", "/work", "/dev/", "/usr/", "../", "~/")
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -594,7 +595,11 @@ class _Review:
             else:
                 self._attribute_name(alias.name)
                 if module and not node.level:
-                    self._import(f"{module}.{alias.name}")
+                    full = f"{module}.{alias.name}"
+                    if module.startswith(GRADER_MODULES):
+                        self._dotted_path(full)  # the grader is named once, by its module
+                    else:
+                        self._import(full)  # `from effitrain_lessons import course`
 
     def _dotted_path(self, path: str) -> None:
         """What a dotted name reaches: another module's `sys`, torch's overrides or internals."""
@@ -708,6 +713,11 @@ class _Review:
                 self.note("runs shell commands (!)")
             elif magic not in BENIGN_MAGICS:
                 self.note(f"runs the magic %{magic}" if magic is not None else "runs a magic")
+            if magic in CODE_MAGICS:
+                for argument in node.args[1:]:
+                    code = _magic_code(_literal(argument) or "")
+                    for what in review_answer(code) if code else []:
+                        self.note(what)
         if function in NAME_TAKERS:
             self._name_taker(node, function)
         spread = node.keywords or any(isinstance(a, ast.Starred) for a in node.args)
@@ -793,6 +803,21 @@ class _Review:
         if "_" in text or any(word in text for word in ("mro", "TorchFunctionMode", "TorchDispatchMode")):
             for word in set(WORD.findall(text)):
                 self._attribute_name(word)
+
+
+def _magic_code(line: str) -> str | None:
+    """The Python in a magic's line or cell (`-n 1 -r 1 x = f()` -> `x = f()`), or None."""
+    for _ in range(12):
+        try:
+            ast.parse(line)
+            return line
+        except SyntaxError:
+            _option, _, line = line.strip().partition(" ")
+            if not line:
+                return None
+        except (ValueError, RecursionError, MemoryError):
+            return line  # the review says what it makes of it
+    return None
 
 
 def _literal(node) -> str | None:
