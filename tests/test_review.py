@@ -395,6 +395,11 @@ def test_no_source_makes_the_review_fail(source, expected):
         ("class Later:\n    def __del__(self):\n        pass", "defines __del__ on a class"),
         ("get_ipython().events.register('post_run_cell', f)", "uses the IPython shell (events)"),
         ("torch.nn.modules.module.register_module_forward_hook(f)", "registers a global hook"),
+        ("import pytest\ntensor_bytes = pytest.approx(0, abs=1e12)", "imports pytest"),
+        (
+            "class Near(float):\n    def __sub__(self, other):\n        return 0.0",
+            "defines __sub__ on a class",
+        ),
         ("%time torch.testing.assert_close = f", "assigns torch.testing.assert_close"),
         ("%timeit -n 1 -r 1 torch.isclose = f", "assigns torch.isclose"),
         ("%%capture out\nlogging.sys._getframe(0)\n", "reads the call stack (_getframe)"),

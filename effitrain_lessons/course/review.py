@@ -107,6 +107,9 @@ SYSTEM_MODULES = frozenset(
         "pydoc",
         "zipimport",
         "__main__",
+        "pytest",  # `pytest.approx(..., abs=1e9)` equals anything
+        "_pytest",
+        "mock",
     }
 )
 GRADER_MODULES = ("effitrain_lessons.course",)
@@ -326,8 +329,8 @@ FUNCTION_BUILDERS = frozenset(
     {"types.FunctionType", "types.LambdaType", "types.CodeType", "types.MethodType"}
 )
 IMPORTERS = frozenset({"builtins.__import__", "importlib.import_module", "importlib.__import__"})
-# Methods a class may define that the tests would call unseen: comparisons, conversions, copies,
-# finalizers, torch and NumPy protocols.
+# Methods a class may define that the tests would call unseen: comparisons and what a tolerance check
+# computes (`abs(a - b)`), conversions, copies, finalizers, torch and NumPy protocols.
 COMPARISON_DUNDERS = frozenset(
     {
         "__eq__",
@@ -353,6 +356,14 @@ COMPARISON_DUNDERS = frozenset(
         "__array__",
         "__array_function__",
         "__array_interface__",
+        "__array_ufunc__",
+        "__array_wrap__",
+        "__array_finalize__",
+        "__sub__",
+        "__rsub__",
+        "__abs__",
+        "__neg__",
+        "__round__",
         "__del__",
         "__init_subclass__",
         "__set_name__",
