@@ -501,7 +501,12 @@ def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tupl
         lock = _EXPECTED_LOCKS.setdefault(key, threading.Lock())
     with lock:
         if key not in _EXPECTED:
-            _EXPECTED[key] = _read_expected(key) or _compute_expected(lesson, limits, confined, key)
+            try:
+                _EXPECTED[key] = _read_expected(key) or _compute_expected(lesson, limits, confined, key)
+            except CourseError as error:  # said once per batch's files, computed once
+                _EXPECTED[key] = error
+    if isinstance(_EXPECTED[key], CourseError):
+        raise _EXPECTED[key]
     return _EXPECTED[key]
 
 
