@@ -279,8 +279,10 @@ def _machinery(report_fd: int):
         state["in_hook"] = True
         try:
             if event == "exec" and watching not in ("lesson",) and not watching.startswith("test "):
-                if args and type_(args[0]) is CodeType:  # the answer cell's code: know its frames later
-                    state["answer_files"][args[0].co_filename] = watching
+                filename = args[0].co_filename if args and type_(args[0]) is CodeType else ""
+                # the answer cell's code, not a library's generated code (dataclasses, namedtuples)
+                if filename and filename != "<string>" and not filename.startswith(library):
+                    state["answer_files"][filename] = watching
                 return
             what = judge(event, args, watching.startswith("test "))
             if what and watching == "lesson":
