@@ -317,7 +317,7 @@ NAMED = {
 FLAG_FORMS = [  # (pattern, kind): the first that matches the whole flag decides
     (r"imports the grader \(.*\)", "grader"),
     (r"imports \* from .*", "import *"),
-    (r"imports (?P<name>\S+)", "import"),
+    (r"imports (?P<name>.+)", "import"),
     (r"writes .*", "writes"),
     (r"reads .*", "reads"),
     (r"(changes|removes|adds) \S+", "changes"),
