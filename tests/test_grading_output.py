@@ -294,12 +294,13 @@ def test_which_hidden_case_failed_is_for_the_instructor_only(tmp_path):
 
 
 def test_a_message_that_quotes_a_hidden_test_is_withheld_from_the_learner(tmp_path):
-    result = result_00(public_messages=[f"AssertionError: {SECRET}"], answer_error=f"E: {SECRET}")
+    split = SECRET[:20] + "\n  \u200b" + SECRET[20:].replace(" ", "\t")  # however it is spaced
+    result = result_00(public_messages=[f"AssertionError: {SECRET}"], answer_error=f"E: {split}")
     result.reason = f"printed {SECRET}"
     _, feedback, records = written(tmp_path, [result])
     text = feedback["feedback/submission.txt"]
     assert SECRET not in text and text.count("(withheld: it quotes a hidden test)") == 3
-    assert SECRET in records[0]["questions"]["q_bytes"]["answer_error"]  # the instructor sees it
+    assert SECRET in records[0]["reason"]  # the instructor sees it
 
 
 # ---------------------------------------------------------------------------------------------

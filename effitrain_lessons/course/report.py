@@ -22,7 +22,8 @@ What these files guarantee, whatever the submissions contained or their processe
   from the learner's own process, which could have copied a hidden test from memory, so it reaches
   only the instructor's files. Never hidden test code, which hidden case failed (`hidden_failed`,
   in results.json only), tracebacks from inside hidden tests, notes, or anything the notebook
-  printed; a message that holds a line of a hidden test is withheld.
+  printed. A message that quotes a line of a hidden test (however it is spaced or split) is
+  withheld: a second guard, for a submission that copied one from memory into its error.
 - **Every submission gets its files**: each file is written to a temporary name and renamed, and
   every submission gets a feedback file of its own, named after its path (made unique).
 """
@@ -35,6 +36,7 @@ import io
 import json
 import os
 import re
+import unicodedata
 from pathlib import Path
 
 from effitrain_lessons.course import review, worker
@@ -49,7 +51,7 @@ MAX_NOTES = 20
 NOTE_CHARS = 600
 MAX_HIDDEN_FAILED = 1000
 FEEDBACK_MESSAGES = 3  # public-test messages per question that a learner reads
-SECRET_LINE_CHARS = 12  # a hidden test's line at least this long is never shown to a learner
+SECRET_LINE_CHARS = 12  # a hidden test's line this long (spaces left out) is never shown to a learner
 
 # C0 and C1 controls, DEL, the Arabic letter mark, LRM and RLM, the line and paragraph separators,
 # bidi embeddings and overrides (U+202A-U+202E) and isolates (U+2066-U+2069).
@@ -140,9 +142,9 @@ def _record(result, feedback: str) -> dict:
         possible=result.possible,
         feedback=feedback,
     )
-    for name, question in record["questions"].items():
+    for question in record["questions"].values():
         question.update(
-            name=clean(name),
+            name=clean(question["name"]),
             public_messages=bounded(question["public_messages"], MAX_MESSAGES, MESSAGE_CHARS),
             answer_error=clean(question["answer_error"], MESSAGE_CHARS),
             hidden_failed=[int(i) for i in question.get("hidden_failed", [])[:MAX_HIDDEN_FAILED]],
@@ -170,16 +172,16 @@ def feedback_names(files: list[str]) -> list[str]:
     return names
 
 
-def write_results(results, out: Path, hidden_code: dict[str, list[str]] | None = None) -> None:
+def write_results(results, out: Path, secrets: dict[str, set[str]] | None = None) -> None:
     """Write grades.csv, feedback/ and results.json for `results` into `out`.
 
-    `hidden_code` maps a lesson's name to its hidden tests' code (default: read from the course this
-    package runs from); a learner's message that holds one of their lines is withheld.
+    `secrets` maps a lesson's name to the lines of its hidden tests (`hidden_lines`; default: those
+    of the course this package runs from): a learner's message that holds one is withheld.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    if hidden_code is None:
-        hidden_code = _hidden_code({result.lesson for result in results if result.lesson})
+    if secrets is None:
+        secrets = _course_secrets({result.lesson for result in results if result.lesson})
     questions = sorted({question for result in results for question in result.questions})
     table = io.StringIO()
     writer = csv.writer(table)
@@ -210,7 +212,7 @@ def write_results(results, out: Path, hidden_code: dict[str, list[str]] | None =
     feedback = out / "feedback"
     feedback.mkdir(exist_ok=True)
     for result, name in zip(results, names):
-        _write(feedback / name, feedback_text(result, hidden_code.get(result.lesson or "", [])))
+        _write(feedback / name, feedback_text(result, secrets.get(result.lesson or "", set())))
     records = [_record(result, f"feedback/{name}") for result, name in zip(results, names)]
     _write(out / "results.json", json.dumps(records, indent=1, ensure_ascii=False, default=str))
 
@@ -221,30 +223,33 @@ def _write(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def _hidden_code(lessons: set[str]) -> dict[str, list[str]]:
-    """The hidden tests' code of each of `lessons`, from the course this package runs from."""
+def _course_secrets(lessons: set[str]) -> dict[str, set[str]]:
     from effitrain_lessons.course.lessons import load_lesson
 
     found = {}
     for name in lessons:
         try:
-            lesson = load_lesson(name)
-        except Exception:  # noqa: BLE001 - another course's lesson: nothing known to withhold
+            found[name] = hidden_lines(load_lesson(name))
+        except Exception:  # noqa: BLE001 - a lesson of another course: nothing known to withhold
             continue
-        found[name] = [
-            case.code for question in lesson.questions.values() for case in question.cases if case.hidden
-        ]
     return found
 
 
-def secret_lines(code: list[str]) -> set[str]:
-    """The lines of hidden tests' `code` worth withholding: stripped, at least `SECRET_LINE_CHARS` long."""
-    lines = (
-        line.strip().removeprefix(">>> ").removeprefix("... ").strip()
-        for c in code
-        for line in c.splitlines()
-    )
-    return {line for line in lines if len(line) >= SECRET_LINE_CHARS}
+def _plain(text: str) -> str:
+    """`text` without spaces and invisible characters, for finding a quoted line however it is split."""
+    return "".join(c for c in text if not c.isspace() and unicodedata.category(c)[0] not in "CZ")
+
+
+def hidden_lines(lesson) -> set[str]:
+    """The lines of `lesson`'s hidden tests that no public test holds, at least `SECRET_LINE_CHARS`
+    long, as `_plain` writes them."""
+
+    def lines(hidden: bool) -> set[str]:
+        cases = [case for question in lesson.questions.values() for case in question.cases]
+        code = "\n".join(case.code for case in cases if case.hidden is hidden)
+        return {_plain(line.strip().removeprefix(">>> ").removeprefix("... ")) for line in code.splitlines()}
+
+    return {line for line in lines(True) - lines(False) if len(line) >= SECRET_LINE_CHARS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,17 +377,17 @@ def feedback_flags(result) -> list[tuple[str, str, dict]]:
     return shown
 
 
-def feedback_text(result, hidden_code: list[str] = ()) -> str:
+def feedback_text(result, secrets: set[str] = frozenset()) -> str:
     """What a learner reads, in the language of their notebook: points per question, which tests ran,
-    why public tests failed, flags. A message that holds a line of `hidden_code` (hidden tests' code)
-    is withheld."""
+    why public tests failed, flags. A message that holds one of `secrets` (`hidden_lines`) is
+    withheld."""
     language = getattr(result, "language", "en")
     _ = translator(language)
-    withheld = secret_lines(list(hidden_code))
 
     def said(text, limit: int = MESSAGE_CHARS) -> str:
-        text = in_language(text, language)
-        if any(line in text for line in withheld):
+        text = in_language(text, language)[: 2 * limit]  # what is shown, and more
+        plain = _plain(text)
+        if any(line in plain for line in secrets):
             return _("(withheld: it quotes a hidden test)")
         return clean(text, limit)
 
