@@ -368,8 +368,10 @@ def feedback_flags(result) -> list[tuple[str, str, dict]]:
         if OVERFLOW.fullmatch(flag):
             continue
         question, separator, what = flag.partition(": ")
-        if not separator or question not in result.questions:
-            question, what = "", flag if question != "report" else what
+        if question == "report":  # the grader's label for a message it did not ask for
+            question = ""
+        elif not separator or question not in result.questions:
+            question, what = "", flag
         phrase, values = flag_phrase(what)
         entry = (question, phrase, values)
         if entry not in shown:
