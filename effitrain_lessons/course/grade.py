@@ -90,6 +90,7 @@ class QuestionResult:
     public_messages: list[str] = field(default_factory=list)  # why public tests failed (learners see these)
     answer_error: str = ""  # what the answer cell raised, if anything
     missing: bool = False  # the submission has no answer cell for this question
+    hidden_failed: list[int] = field(default_factory=list)  # which hidden cases failed (instructor only)
 
 
 @dataclass
@@ -263,9 +264,9 @@ def grade_answers(
 
 
 def _add_flag(result: SubmissionResult, question: str, what: str) -> None:
-    entry = f"{question}: {readable(what)[:200]}"
-    if entry not in result.flags:
-        result.flags.append(entry)
+    """Flag `what` for `question`: once each, cleaned and cut, and only counted past the cap
+    (`report.add_flag`)."""
+    report.add_flag(result.flags, f"{question}: {what}")
 
 
 def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Limits, confined: bool) -> None:
@@ -761,10 +762,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    for result in results:
+    for result in results:  # one line each, whatever a file's name or reason holds
+        reason = report.clean(result.reason, report.MESSAGE_CHARS)
         print(
-            f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} "
-            f"({result.status}{': ' + result.reason if result.reason else ''})"
+            f"{report.clean(result.file)}: {report.number(result.total)} of {report.number(result.possible)} "
+            f"({report.clean(result.status)}{': ' + reason if reason else ''})"
         )
     print(f"wrote {Path(args.out) / 'grades.csv'} and {len(results)} feedback files")
     return 0
