@@ -372,7 +372,7 @@ def _session(
     session = secrets.token_hex(16)
     queue: list = []  # cases still to send at this check, then what ends it
     outstanding = None  # (nonce, case) sent and not yet answered
-    finished = False
+    finished = cells_done = False
 
     def send_next():
         nonlocal outstanding
@@ -395,6 +395,9 @@ def _session(
             elif nonce != session:
                 if on_stray:
                     on_stray()
+            elif event == "cell" and cells_done:  # every cell has reported: this one is forged
+                if on_stray:
+                    on_stray()
             elif event == "cell" and on_cell:
                 on_cell(message)
             elif event == "flag":
@@ -407,7 +410,8 @@ def _session(
                         {"continue": True}
                     ]
                     send_next()
-            elif event == "cells-done" and outstanding is None and not queue:
+            elif event == "cells-done" and outstanding is None and not queue and not cells_done:
+                cells_done = True
                 queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [
                     {"finish": True}
                 ]

@@ -280,6 +280,20 @@ FLAG_PHRASES = {
     "path": N_("names the path {name}"),
     "nested": N_("is nested too deeply to read"),
     "unasked": N_("a message arrived that the grader did not ask for"),
+    "through": N_("reaches {name} through another module"),
+    "gc": N_("walks the garbage collector's objects"),
+    "call stack": N_("reads the call stack"),
+    "computed": N_("reads or sets an attribute by a computed name"),
+    "built at run time": N_("builds a class or function at run time"),
+    "torch modes": N_("uses torch's function or dispatch modes"),
+    "import machinery": N_("reaches the import machinery"),
+    "relabels": N_("relabels a function or class"),
+    "torch internals": N_("reaches torch internals"),
+    "global hook": N_("registers a global hook"),
+    "trace": N_("sets a trace function"),
+    "shell object": N_("uses the IPython shell"),
+    "by hand": N_("calls a special method by hand"),
+    "more": N_("and more flags of the same kinds"),
     "unexpected": N_("something the grader did not expect"),
 }
 # The worker's audit phrases (worker.REACH), for the catalog: shown as they are.
@@ -312,6 +326,7 @@ REACH_PHRASES = (
 )
 NAMED = {
     "import": review.SYSTEM_MODULES,
+    "through": review.SYSTEM_MODULES,
     "built-in": review.BUILTIN_NAMES,
     "calls": review.RISKY_CALLS,
     "reaches into": review.INTERNALS,
@@ -321,6 +336,22 @@ NAMED = {
 }
 FLAG_FORMS = [  # (pattern, kind): the first that matches the whole flag decides
     (r"imports the grader \(.*\)", "grader"),
+    (r"(names|reaches) the grader \(.*\)", "grader"),
+    (r"reaches (?P<name>\w+) through another module", "through"),
+    (r"reads the call stack \(.*\)", "call stack"),
+    (r"(reads|sets) an attribute by a computed name", "computed"),
+    (r"builds a (class|function) at run time", "built at run time"),
+    (r"defines a torch function mode|uses torch's override machinery \(.*\)", "torch modes"),
+    (r"leaves a torch (function|dispatch) mode on", "torch modes"),
+    (r"defines an import finder|reaches the import machinery \(.*\)", "import machinery"),
+    (r"relabels a (class|function)", "relabels"),
+    (r"reaches torch internals \(.*\)", "torch internals"),
+    (r"registers a global hook \(.*\)|registers torch kernels \(torch\.library\)", "global hook"),
+    (r"sets a trace function \(.*\)", "trace"),
+    (r"walks the garbage collector \(.*\)", "gc"),
+    (r"uses the IPython shell( \(.*\))?", "shell object"),
+    (r"calls \w+ by hand", "by hand"),
+    (r"and \d+ more", "more"),
     (r"imports \* from .*", "import *"),
     (r"imports (?P<name>.+)", "import"),
     (r"writes .*", "writes"),
@@ -346,7 +377,7 @@ FLAG_FORMS = [  # (pattern, kind): the first that matches the whole flag decides
 def flag_phrase(what: str) -> tuple[str, dict]:
     """The phrase (an English template from `FLAG_PHRASES` or worker.REACH) and its values that a
     learner reads for the flag `what`."""
-    what = what.removesuffix(" during a test")
+    what = what.removesuffix(" during a test").removesuffix(" before a test")
     if what in worker.REACH.values():
         return what, {}
     for pattern, kind in FLAG_FORMS:
