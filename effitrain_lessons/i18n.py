@@ -21,6 +21,8 @@ The template is English and the values are filled in with `str.format`, after tr
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import gettext as _gettext
 import os
 from functools import cache
@@ -31,6 +33,7 @@ DEFAULT = "en"
 ENVIRONMENT = "EFFITRAIN_LANGUAGE"
 DOMAIN = "effitrain_lessons"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+_SPEAKING: contextvars.ContextVar[str | None] = contextvars.ContextVar("effitrain_speaking", default=None)
 
 
 def use_language(code: str) -> None:
@@ -42,9 +45,20 @@ def use_language(code: str) -> None:
 
 
 def language() -> str:
-    """The language in use: the one `use_language` chose, else English."""
-    code = os.environ.get(ENVIRONMENT, DEFAULT)
+    """The language in use: the one `speaking` or `use_language` chose, else English."""
+    code = _SPEAKING.get() or os.environ.get(ENVIRONMENT, DEFAULT)
     return code if code in LANGUAGES else DEFAULT
+
+
+@contextlib.contextmanager
+def speaking(code: str):
+    """Speak `code` in this thread only, for the `with` block (the grader judges several learners'
+    cases at once, each in the language of their notebook)."""
+    token = _SPEAKING.set(code)
+    try:
+        yield
+    finally:
+        _SPEAKING.reset(token)
 
 
 @cache
