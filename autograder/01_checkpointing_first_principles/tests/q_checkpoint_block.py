@@ -40,22 +40,14 @@ test = {   'name': 'q_checkpoint_block',
                                                '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.judging import close, plain\n'
                                                '>>> from effitrain_lessons.tracing import trace_step\n'
-                                               '>>> def folded(gradients, size=2048):\n'
-                                               '...     """Each gradient as at most `size` numbers, so the case\'s data stays small: its values in\n'
-                                               '...     rows of `size`, added up with fixed random signs (a wrong value anywhere changes a sum)."""\n'
-                                               '...     out = {}\n'
-                                               '...     for name, g in gradients.items():\n'
-                                               '...         signs = torch.randint(0, 2, (g.numel(),), generator=torch.Generator().manual_seed(0))\n'
-                                               '...         out[name] = ((2 * signs - 1) * g.flatten()).reshape(-1, min(g.numel(), size)).sum(0)\n'
-                                               '...     return out\n'
                                                '>>> out = checkpointed_block(x_block)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"
                                                '>>> if type(out) is torch.Tensor:\n'
                                                "...     traced = trace_step(checkpointed_block, {'x': x_block}, parameters=block)\n"
                                                "...     got['recomputed'] = sum(traced.recomputed.values())\n"
-                                               "...     got['gradients'] = folded(traced.gradients)\n"
+                                               "...     got['gradients'] = traced.gradients\n"
                                                '>>> want = {}\n'
-                                               ">>> want['gradients'] = folded(trace_step(block, {'x': x_block}).gradients)\n"
+                                               ">>> want['gradients'] = trace_step(block, {'x': x_block}).gradients\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert got['kind'] == 'Tensor', phrase('checkpointed_block(x) should return a tensor')\n"
                                                ">>> assert got['recomputed'] > 0, phrase('nothing ran again during the backward pass: run the block inside checkpoint(...)')\n"
@@ -67,23 +59,15 @@ test = {   'name': 'q_checkpoint_block',
                                                '>>> from effitrain_lessons.i18n import phrase\n'
                                                '>>> from effitrain_lessons.judging import close, plain\n'
                                                '>>> from effitrain_lessons.tracing import trace_step\n'
-                                               '>>> def folded(gradients, size=2048):\n'
-                                               '...     """Each gradient as at most `size` numbers, so the case\'s data stays small: its values in\n'
-                                               '...     rows of `size`, added up with fixed random signs (a wrong value anywhere changes a sum)."""\n'
-                                               '...     out = {}\n'
-                                               '...     for name, g in gradients.items():\n'
-                                               '...         signs = torch.randint(0, 2, (g.numel(),), generator=torch.Generator().manual_seed(0))\n'
-                                               '...         out[name] = ((2 * signs - 1) * g.flatten()).reshape(-1, min(g.numel(), size)).sum(0)\n'
-                                               '...     return out\n'
                                                '>>> x_test = torch.randn(16, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)\n'
                                                '>>> out = checkpointed_block(x_test)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"
                                                '>>> if type(out) is torch.Tensor:\n'
                                                "...     traced = trace_step(checkpointed_block, {'x': x_test}, parameters=block)\n"
                                                "...     got['recomputed'] = sum(traced.recomputed.values())\n"
-                                               "...     got['gradients'] = folded(traced.gradients)\n"
+                                               "...     got['gradients'] = traced.gradients\n"
                                                '>>> want = {}\n'
-                                               ">>> want['gradients'] = folded(trace_step(block, {'x': x_test}).gradients)\n"
+                                               ">>> want['gradients'] = trace_step(block, {'x': x_test}).gradients\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert got['kind'] == 'Tensor'\n"
                                                ">>> assert set(got['gradients']) == set(want['gradients'])\n"
@@ -95,22 +79,14 @@ test = {   'name': 'q_checkpoint_block',
                                    {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.judging import close, plain\n'
                                                '>>> from effitrain_lessons.tracing import trace_step\n'
-                                               '>>> def folded(gradients, size=2048):\n'
-                                               '...     """Each gradient as at most `size` numbers, so the case\'s data stays small: its values in\n'
-                                               '...     rows of `size`, added up with fixed random signs (a wrong value anywhere changes a sum)."""\n'
-                                               '...     out = {}\n'
-                                               '...     for name, g in gradients.items():\n'
-                                               '...         signs = torch.randint(0, 2, (g.numel(),), generator=torch.Generator().manual_seed(0))\n'
-                                               '...         out[name] = ((2 * signs - 1) * g.flatten()).reshape(-1, min(g.numel(), size)).sum(0)\n'
-                                               '...     return out\n'
                                                '>>> x_frozen = torch.randn(16, 64, generator=torch.Generator().manual_seed(2))\n'
                                                '>>> out = checkpointed_block(x_frozen)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"
                                                '>>> if type(out) is torch.Tensor:\n'
                                                "...     traced = trace_step(checkpointed_block, {'x': x_frozen}, parameters=block)\n"
-                                               "...     got['gradients'] = folded(traced.gradients)\n"
+                                               "...     got['gradients'] = traced.gradients\n"
                                                '>>> want = {}\n'
-                                               ">>> want['gradients'] = folded(trace_step(block, {'x': x_frozen}).gradients)\n"
+                                               ">>> want['gradients'] = trace_step(block, {'x': x_frozen}).gradients\n"
                                                ">>> want['parameters'] = [name for name, _ in block.named_parameters()]\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert got['kind'] == 'Tensor'\n"
