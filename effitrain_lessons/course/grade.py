@@ -501,7 +501,12 @@ def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tupl
         lock = _EXPECTED_LOCKS.setdefault(key, threading.Lock())
     with lock:
         if key not in _EXPECTED:
-            _EXPECTED[key] = _read_expected(key) or _compute_expected(lesson, limits, confined, key)
+            try:
+                _EXPECTED[key] = _read_expected(key) or _compute_expected(lesson, limits, confined, key)
+            except CourseError as error:  # said once per batch's files, computed once
+                _EXPECTED[key] = error
+    if isinstance(_EXPECTED[key], CourseError):
+        raise _EXPECTED[key]
     return _EXPECTED[key]
 
 
@@ -550,7 +555,11 @@ def _compute_expected(lesson: Lesson, limits: Limits, confined: bool, key: str) 
         except ValueError as problem:
             problems.append(f"{case.question} case {case.index}: {problem}")
 
-    outcome, finished = _session(lesson, cells, limits, confined, "en", learner=False, on_case=on_case)
+    # the instructor's own code: the batch's limits are for learners
+    generous = dataclasses.replace(
+        limits, timeout_s=max(limits.timeout_s, 600.0), memory_mb=max(limits.memory_mb, Limits().memory_mb)
+    )
+    outcome, finished = _session(lesson, cells, generous, confined, "en", learner=False, on_case=on_case)
     total = sum(len(q.cases) for q in lesson.questions.values())
     if problems or not finished or len(wanted) != total:
         why = "; ".join(problems[:3]) or (

@@ -66,6 +66,8 @@ WATCHED_PREFIXES = (
     "torch.autograd",
     "torch.distributed",
     "torch.utils.flop_counter",
+    "torch.utils._python_dispatch",
+    "torch.overrides",
     "accelerate",
     "json",
     "doctest",
@@ -277,8 +279,10 @@ def _machinery(report_fd: int):
         state["in_hook"] = True
         try:
             if event == "exec" and watching not in ("lesson",) and not watching.startswith("test "):
-                if args and type_(args[0]) is CodeType:  # the answer cell's code: know its frames later
-                    state["answer_files"][args[0].co_filename] = watching
+                filename = args[0].co_filename if args and type_(args[0]) is CodeType else ""
+                # the answer cell's code, not a library's generated code (dataclasses, namedtuples)
+                if filename and filename != "<string>" and not filename.startswith(library):
+                    state["answer_files"][filename] = watching
                 return
             what = judge(event, args, watching.startswith("test "))
             if what and watching == "lesson":
@@ -350,14 +354,21 @@ def _machinery(report_fd: int):
 
     def harmless(key, old, new, before):
         """A library going about its business: private state that is not a function or class, a
-        library's wrapper around the same function, or a library function from a module first
+        library's wrapper around the same function, or a library function defined in a module first
         imported since the snapshot (a library that patches another on import, as torch.package
-        does with inspect.getfile)."""
+        does with inspect.getfile). Where a function was defined is read from the identity of its
+        globals, never from `__module__`, which anyone can rewrite."""
         if key.startswith("_") and not callable_(old):
             return True
         if type_(new) is not FunctionType or learner_made(new):
             return False
-        return new.__dict__.get("__wrapped__") is old or new.__module__ not in before["imported"]
+        if new.__dict__.get("__wrapped__") is old:
+            return True
+        home = new.__globals__
+        return any_(
+            name not in before["imported"] and getattr_(module, "__dict__", None) is home
+            for name, module in list_(modules.items())
+        )
 
     def restore(before):
         """Put back every watched attribute that learner code changed since `before`; say what changed."""
