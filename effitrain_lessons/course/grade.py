@@ -291,6 +291,8 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
     def on_case(case, message):
         ok, text = judge_case(case, message, wanted.get((case.question, case.index)), result.language)
         passed[case.question][case.index] = ok
+        if not ok and case.hidden:  # for the instructor's results.json only
+            result.questions[case.question].hidden_failed.append(case.index)
         if not ok and not case.hidden:
             result.questions[case.question].public_messages.append(readable(text)[:500])
 
