@@ -138,13 +138,16 @@ def test_lesson_1s_segments_figure_and_table_in_each_language(sweep, monkeypatch
 # comma ("3,000": a Turkish reader reads three), a dot decimal ("0.05").
 PERCENT_AFTER = re.compile(r"\d\s?%")
 THOUSANDS_COMMA = re.compile(r"(?<![\d,.x×])[1-9]\d{0,2}(?:,\d{3})+(?![\d,])")  # x1,000 is a ratio: 1,000
-DOT_DECIMAL = re.compile(r"(?<![\w./])(?<![A-Za-z]-)\d+(?:\.\d+)+(?!\w|\.\d)")
+# a ratio's x may touch it: x1.22, 0.9x
+DOT_DECIMAL = re.compile(r"(?:(?<![\w./])|(?<=\bx))(?<![A-Za-z]-)\d+(?:\.\d+)+(?!(?!x\b)\w|\.\d)")
 TURKISH_THOUSANDS = re.compile(r"[1-9]\d{0,2}(?:\.\d{3})+")  # 3.000, 1.234.567: not a dot decimal
 CODE = re.compile(r"```.*?```|`[^`\n]*`|<code>.*?</code>|\$[^$\n]+\$", re.DOTALL)
 LINK_TARGET = re.compile(r"\]\([^)]*\)|https?://\S+|arXiv:\S+|\barxiv\.org\S*")
-# not quantities: section numbers ("### 2.1"), versions ("torch 2.13")
+# not quantities: section numbers ("### 2.1", "2.3. bölüm"), versions ("torch 2.13")
 NOT_QUANTITIES = re.compile(
-    r"^#+ [\d.]+|\b(?:torch|PyTorch|Python|transformers|accelerate|datasets|Babel)\s[\d.]+\d", re.MULTILINE
+    r"^#+ [\d.]+|\b\d+\.\d+\.? bölüm"
+    r"|\b(?:torch|PyTorch|Python|transformers|accelerate|datasets|Babel)\s[\d.]+\d",
+    re.MULTILINE,
 )
 
 
@@ -184,6 +187,8 @@ def test_the_prose_check_catches_english_numbers_and_spares_code():
     assert wrong_numbers("3,000 çift, 15 % daha az, 0.05 kayıp") != []
     assert len(wrong_numbers("3,000 çift, 15 % daha az, 0.05 kayıp")) == 3
     assert wrong_numbers("3.000 çift, %15 daha az, 0,05 kayıp, `lr=1e-3`, `0.05`, x1,000") == []
+    assert len(wrong_numbers("x1.22 ve 0.9x ile 9x")) == 2
+    assert wrong_numbers("2.3. bölüm, torch 2.13, x1,22 ve 0,9x") == []
 
 
 @pytest.mark.notebooks
