@@ -22,9 +22,11 @@ How one submission is graded:
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import dataclasses
 import hashlib
+import json
 import math
 import os
 import secrets
@@ -383,7 +385,7 @@ def _session(
         box.send({"case": nonce, "question": item.question, **_order(item, learner)})
 
     try:
-        box.send({"cells": cells, "nonce": session})
+        box.send({"cells": cells, "nonce": session, "preload": preload(lesson)})
         while (message := box.receive()) is not None:
             event, nonce = message.get("event"), message.get("nonce")
             if event == "case" and outstanding is not None and nonce == outstanding[0]:
@@ -416,6 +418,20 @@ def _session(
     finally:
         outcome = box.stop()
     return outcome, finished
+
+
+def preload(lesson: Lesson) -> list[str]:
+    """The modules `lesson`'s cases import: the worker loads them before any answer runs, so that
+    what an answer changes in them is seen and put back before each case."""
+    names = set()
+    for question in lesson.questions.values():
+        for case in question.cases:
+            for node in ast.walk(ast.parse(case.code)):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names.add(node.module)
+    return sorted(names)
 
 
 def _order(case, learner: bool) -> dict:
@@ -477,46 +493,90 @@ _EXPECTED_GUARD = threading.Lock()
 
 def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tuple[str, int], object]:
     """(question, case index) -> `want`, from the solution edition run on every case in a sandbox of
-    its own; once per lesson (and grader process). Raises CourseError when the solution fails a case."""
-    key = hashlib.sha256(
-        repr(
-            (
-                lesson.name,
-                [c.source for c in lesson.cells],
-                [(c.question, c.index, c.code) for q in lesson.questions.values() for c in q.cases],
-            )
-        ).encode("utf-8", "surrogatepass")
-    ).hexdigest()
+    its own. Computed once per lesson and kept in the user's cache folder (keyed by the lesson's
+    cells and cases, and the versions of what computes them). Raises CourseError when the solution
+    fails a case."""
+    key = _expected_key(lesson)
     with _EXPECTED_GUARD:
         lock = _EXPECTED_LOCKS.setdefault(key, threading.Lock())
     with lock:
-        if key in _EXPECTED:
-            return _EXPECTED[key]
-        solution = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
-        cells, _ = grading_plan(lesson, solution)
-        wanted: dict[tuple[str, int], object] = {}
-        problems: list[str] = []
-
-        def on_case(case, message):
+        if key not in _EXPECTED:
             try:
-                if message.get("error"):
-                    raise ValueError(str(message["error"])[:300])
-                wanted[(case.question, case.index)] = judging.decode(message.get("data"))
-            except ValueError as problem:
-                problems.append(f"{case.question} case {case.index}: {problem}")
+                _EXPECTED[key] = _read_expected(key) or _compute_expected(lesson, limits, confined, key)
+            except CourseError as error:  # said once per batch's files, computed once
+                _EXPECTED[key] = error
+    if isinstance(_EXPECTED[key], CourseError):
+        raise _EXPECTED[key]
+    return _EXPECTED[key]
 
-        outcome, finished = _session(lesson, cells, limits, confined, "en", learner=False, on_case=on_case)
-        total = sum(len(q.cases) for q in lesson.questions.values())
-        if problems or not finished or len(wanted) != total:
-            why = (
-                "; ".join(problems[:3])
-                or f"it stopped early ({outcome.returncode}, timed out: {outcome.timed_out})"
-            )
-            raise CourseError(
-                f"The solution edition of {lesson.name} does not pass its own tests ({why}): "
-                "fix the lesson, then `effitrain build`."
-            )
-        _EXPECTED[key] = wanted
+
+def _expected_key(lesson: Lesson) -> str:
+    import torch
+
+    from effitrain_lessons.course import worker
+
+    parts = (
+        lesson.name,
+        [cell.source for cell in lesson.cells],
+        [(c.question, c.index, c.code) for q in lesson.questions.values() for c in q.cases],
+        torch.__version__,
+        Path(judging.__file__).read_text(encoding="utf-8"),
+        Path(worker.__file__).read_text(encoding="utf-8"),
+    )
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _cache_file(key: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "effitrain-lessons" / "expected" / f"{key}.json"
+
+
+def _read_expected(key: str) -> dict | None:
+    try:
+        stored = json.loads(_cache_file(key).read_text(encoding="utf-8"))
+        return {(q, int(i)): judging.decode(text) for q, i, text in stored}
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _compute_expected(lesson: Lesson, limits: Limits, confined: bool, key: str) -> dict:
+    solution = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
+    cells, _ = grading_plan(lesson, solution)
+    wanted: dict[tuple[str, int], object] = {}
+    texts: list[list] = []
+    problems: list[str] = []
+
+    def on_case(case, message):
+        try:
+            if message.get("error"):
+                raise ValueError(str(message["error"])[:300])
+            wanted[(case.question, case.index)] = judging.decode(message.get("data"))
+            texts.append([case.question, case.index, message.get("data")])
+        except ValueError as problem:
+            problems.append(f"{case.question} case {case.index}: {problem}")
+
+    # the instructor's own code: the batch's limits are for learners
+    generous = dataclasses.replace(
+        limits, timeout_s=max(limits.timeout_s, 600.0), memory_mb=max(limits.memory_mb, Limits().memory_mb)
+    )
+    outcome, finished = _session(lesson, cells, generous, confined, "en", learner=False, on_case=on_case)
+    total = sum(len(q.cases) for q in lesson.questions.values())
+    if problems or not finished or len(wanted) != total:
+        why = "; ".join(problems[:3]) or (
+            f"it stopped early (exit code {outcome.returncode}, timed out: {outcome.timed_out})"
+        )
+        raise CourseError(
+            f"The solution edition of {lesson.name} does not pass its own tests ({why}): "
+            "fix the lesson, then `effitrain build`."
+        )
+    path = _cache_file(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(texts), encoding="utf-8")
+        temporary.replace(path)
+    except OSError:
+        pass  # no cache: the next batch computes them again
     return wanted
 
 
