@@ -226,3 +226,15 @@ def test_no_feedback_holds_a_line_of_a_hidden_case(graded):
         text = path.read_text(encoding="utf-8")
         leaked = [line for line in hidden_lines if line in text]
         assert not leaked, (path.name, leaked[:3])
+
+
+@needs_sandbox
+def test_results_json_names_the_hidden_cases_that_failed_for_the_instructor(graded):
+    _, results, _ = graded
+    for name, (lesson, question, _) in SUBMISSIONS.items():
+        hidden = {case.index for case in load_lesson(lesson).questions[question].cases if case.hidden}
+        failed = results[name]["questions"][question]["hidden_failed"]
+        assert set(failed) <= hidden, (name, failed)
+        if name.startswith("wrong_"):
+            assert failed, name  # a wrong answer fails a hidden case, and the instructor is told which
+    assert results["aliased_01.ipynb"]["questions"]["q_checkpoint_block"]["hidden_failed"] == []

@@ -90,6 +90,7 @@ class QuestionResult:
     public_messages: list[str] = field(default_factory=list)  # why public tests failed (learners see these)
     answer_error: str = ""  # what the answer cell raised, if anything
     missing: bool = False  # the submission has no answer cell for this question
+    hidden_failed: list[int] = field(default_factory=list)  # which hidden cases failed (instructor only)
 
 
 @dataclass
@@ -263,9 +264,9 @@ def grade_answers(
 
 
 def _add_flag(result: SubmissionResult, question: str, what: str) -> None:
-    entry = f"{question}: {readable(what)[:200]}"
-    if entry not in result.flags:
-        result.flags.append(entry)
+    """Flag `what` for `question`: once each, cleaned and cut, and only counted past the cap
+    (`report.add_flag`)."""
+    report.add_flag(result.flags, f"{question}: {what}")
 
 
 def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Limits, confined: bool) -> None:
@@ -290,6 +291,8 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
     def on_case(case, message):
         ok, text = judge_case(case, message, wanted.get((case.question, case.index)), result.language)
         passed[case.question][case.index] = ok
+        if not ok and case.hidden:  # for the instructor's results.json only
+            result.questions[case.question].hidden_failed.append(case.index)
         if not ok and not case.hidden:
             result.questions[case.question].public_messages.append(readable(text)[:500])
 
@@ -371,7 +374,7 @@ def _session(
     session = secrets.token_hex(16)
     queue: list = []  # cases still to send at this check, then what ends it
     outstanding = None  # (nonce, case) sent and not yet answered
-    finished = False
+    finished = cells_done = False
 
     def send_next():
         nonlocal outstanding
@@ -394,6 +397,9 @@ def _session(
             elif nonce != session:
                 if on_stray:
                     on_stray()
+            elif event == "cell" and cells_done:  # every cell has reported: this one is forged
+                if on_stray:
+                    on_stray()
             elif event == "cell" and on_cell:
                 on_cell(message)
             elif event == "flag":
@@ -406,7 +412,8 @@ def _session(
                         {"continue": True}
                     ]
                     send_next()
-            elif event == "cells-done" and outstanding is None and not queue:
+            elif event == "cells-done" and outstanding is None and not queue and not cells_done:
+                cells_done = True
                 queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [
                     {"finish": True}
                 ]
@@ -761,10 +768,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    for result in results:
+    for result in results:  # one line each, whatever a file's name or reason holds
+        reason = report.clean(result.reason, report.MESSAGE_CHARS)
         print(
-            f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} "
-            f"({result.status}{': ' + result.reason if result.reason else ''})"
+            f"{report.clean(result.file)}: {report.number(result.total)} of {report.number(result.possible)} "
+            f"({report.clean(result.status)}{': ' + reason if reason else ''})"
         )
     print(f"wrote {Path(args.out) / 'grades.csv'} and {len(results)} feedback files")
     return 0
