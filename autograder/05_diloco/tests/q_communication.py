@@ -6,24 +6,36 @@ test = {   'name': 'q_communication',
                                                '>>> from effitrain_lessons.diloco import DiLoCoConfig\n'
                                                '>>> from effitrain_lessons.distributed_runs import launch\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_05 import train as lesson_train\n'
-                                               ">>> assert type(communication(20, 6, 2, False, 'fp32')) is dict, phrase('communication(...) should return a dict with the keys synchronizations, calls "
-                                               "and bytes.')\n"
+                                               ">>> got = {'answer': communication(20, 6, 2, False, 'fp32')}\n"
+                                               '>>> want = {}\n'
                                                '>>> counted = launch([DiLoCoConfig(h=6, steps=20, layers=1, bucketed=False)], lesson_train, num_processes=2)\n'
-                                               '>>> check_prediction(\'communication(20, 6, 2, False, "fp32")\', communication(20, 6, 2, False, \'fp32\'), {\'synchronizations\': '
-                                               "counted[0][0].synchronizations, 'calls': counted[0][0].allreduce_calls, 'bytes': counted[0][0].allreduce_bytes}, why=phrase('Counted in process 0 of "
-                                               '2, 20 steps at H = 6, one call per tensor, fp32. Re-read section 4 for when DiLoCo synchronizes (and whether it does on exit), section 5 for the '
-                                               "calls, section 6 for the bytes.'))\n",
+                                               ">>> want['counted'] = {'synchronizations': counted[0][0].synchronizations, 'calls': counted[0][0].allreduce_calls, 'bytes': "
+                                               'counted[0][0].allreduce_bytes}\n'
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> assert type(got['answer']) is dict, phrase('communication(...) should return a dict with the keys synchronizations, calls and bytes.')\n"
+                                               '>>> check_prediction(\'communication(20, 6, 2, False, "fp32")\', got[\'answer\'], want[\'counted\'], why=phrase(\'Counted in process 0 of 2, 20 steps '
+                                               'at H = 6, one call per tensor, fp32. Re-read section 4 for when DiLoCo synchronizes (and whether it does on exit), section 5 for the calls, section 6 '
+                                               "for the bytes.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.diloco import DiLoCoConfig\n'
                                                '>>> from effitrain_lessons.distributed_runs import launch\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
                                                '>>> from effitrain_lessons.lesson_code.lesson_05 import train as lesson_train\n'
-                                               ">>> for counted, (steps, h, processes, bucketed, precision) in ((launch([DiLoCoConfig(h=5, steps=23, layers=1, precision='bf16')], lesson_train, "
-                                               "num_processes=3)[0], (23, 5, 3, True, 'bf16')), (launch([DiLoCoConfig(h=4, steps=12, layers=1, bucketed=False, precision='fp16')], lesson_train, "
-                                               "num_processes=2)[0], (12, 4, 2, False, 'fp16'))):\n"
-                                               "...     assert all((communication(steps, h, processes, bucketed, precision) == {'synchronizations': report.synchronizations, 'calls': "
-                                               "report.allreduce_calls, 'bytes': report.allreduce_bytes} for report in counted)), (steps, h, processes, bucketed, precision)\n",
+                                               ">>> SETTINGS = ((23, 5, 3, True, 'bf16'), (12, 4, 2, False, 'fp16'))\n"
+                                               ">>> got = {'answers': [communication(*setting) for setting in SETTINGS]}\n"
+                                               '>>> want = {}\n'
+                                               ">>> want['settings'] = SETTINGS\n"
+                                               ">>> want['counted'] = []\n"
+                                               '>>> for steps, h, processes, bucketed, precision in SETTINGS:\n'
+                                               '...     config = DiLoCoConfig(h=h, steps=steps, layers=1, bucketed=bucketed, precision=precision)\n'
+                                               "...     want['counted'].append([{'synchronizations': report.synchronizations, 'calls': report.allreduce_calls, 'bytes': report.allreduce_bytes} for "
+                                               'report in launch([config], lesson_train, num_processes=processes)[0]])\n'
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> for answer, counted, setting in zip(got['answers'], want['counted'], want['settings']):\n"
+                                               '...     assert all((answer == report for report in counted)), setting\n',
                                        'hidden': True,
                                        'locked': False}],
                       'scored': True,

@@ -5,8 +5,11 @@ test = {   'name': 'q_layer_bytes',
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.checks import check_prediction\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
                                                '>>> from effitrain_lessons.memory import record_saved_tensors\n'
                                                '>>> from effitrain_lessons.plan import build\n'
+                                               ">>> got = {'yours': layer_activation_bytes(32, 2, 64, 4, 256)}\n"
+                                               '>>> want = {}\n'
                                                '>>> def measured_layer(s, b, h, a, f, dropout):\n'
                                                '...     p = 0.1 if dropout else 0.0\n'
                                                '...     saved = []\n'
@@ -17,17 +20,22 @@ test = {   'name': 'q_layer_bytes',
                                                '...             model(input_ids=torch.randint(256, (b, s), generator=torch.Generator().manual_seed(0)), labels=torch.zeros(b, dtype=torch.long))\n'
                                                '...         saved.append(log.total_bytes)\n'
                                                '...     return saved[1] - saved[0]\n'
-                                               '>>> measured = measured_layer(32, 2, 64, 4, 256, dropout=True)\n'
-                                               '>>> yours = layer_activation_bytes(32, 2, 64, 4, 256)\n'
-                                               ">>> check_prediction('layer_activation_bytes(32, 2, 64, 4, 256)', yours, measured, rel=0.01, why=phrase('Measured on a 1- and a 2-layer BERT (eager "
-                                               'attention, dropout 0.1, fp32, this CPU). Re-read section 2.2: count every tensor it lists for one layer, and section 2.3: the dropout masks, at 4 '
-                                               "bytes an element on a CPU.'))\n",
+                                               ">>> want['measured'] = measured_layer(32, 2, 64, 4, 256, dropout=True)\n"
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> check_prediction('layer_activation_bytes(32, 2, 64, 4, 256)', got['yours'], want['measured'], rel=0.01, why=phrase('Measured on a 1- and a 2-layer "
+                                               'BERT (eager attention, dropout 0.1, fp32, this CPU). Re-read section 2.2: count every tensor it lists for one layer, and section 2.3: the dropout '
+                                               "masks, at 4 bytes an element on a CPU.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
                                                '>>> from effitrain_lessons.memory import record_saved_tensors\n'
                                                '>>> from effitrain_lessons.plan import build\n'
-                                               '>>> for s, b, h, a, f, dropout in ((32, 2, 64, 4, 256, False), (48, 3, 96, 6, 192, True), (40, 1, 128, 2, 512, False), (24, 4, 64, 8, 128, True)):\n'
+                                               '>>> SHAPES = ((32, 2, 64, 4, 256, False), (48, 3, 96, 6, 192, True), (40, 1, 128, 2, 512, False), (24, 4, 64, 8, 128, True))\n'
+                                               ">>> got = {'answers': [layer_activation_bytes(s, b, h, a, f, dropout=dropout) for s, b, h, a, f, dropout in SHAPES]}\n"
+                                               '>>> want = {}\n'
+                                               ">>> want['measured'] = []\n"
+                                               '>>> for s, b, h, a, f, dropout in SHAPES:\n'
                                                '...     p = 0.1 if dropout else 0.0\n'
                                                '...     saved = []\n'
                                                '...     for layers in (1, 2):\n'
@@ -36,8 +44,10 @@ test = {   'name': 'q_layer_bytes',
                                                '...         with record_saved_tensors(model) as log:\n'
                                                '...             model(input_ids=torch.randint(256, (b, s), generator=torch.Generator().manual_seed(1)), labels=torch.zeros(b, dtype=torch.long))\n'
                                                '...         saved.append(log.total_bytes)\n'
-                                               '...     answer = layer_activation_bytes(s, b, h, a, f, dropout=dropout)\n'
-                                               '...     assert type(answer) in (int, float) and abs(answer - (saved[1] - saved[0])) <= 0.01 * (saved[1] - saved[0])\n',
+                                               "...     want['measured'].append(saved[1] - saved[0])\n"
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> assert len(got['answers']) == len(want['measured']) and all((type(answer) in (int, float) and abs(answer - measured) <= 0.01 * measured for "
+                                               "answer, measured in zip(got['answers'], want['measured'])))\n",
                                        'hidden': True,
                                        'locked': False}],
                       'scored': True,
