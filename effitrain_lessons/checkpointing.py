@@ -30,7 +30,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint_sequential
 from effitrain_lessons import tracing
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.device import synchronize
-from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.i18n import _, format_number, phrase
 from effitrain_lessons.moved import moved_names
 from effitrain_lessons.tables import ShowsAsTable, Table, format_bytes
 
@@ -175,7 +175,14 @@ def compare_traces(traces: Mapping[str, tracing.StepTrace], names: Sequence[str]
     for label, trace in traces.items():
         counts = [f"{trace.recomputations(n)}x" for n in names]
         # the labels are the caller's (a lesson's dict keys): shown in the lesson's language
-        rows.append([_(label), format_bytes(trace.kept_bytes), *counts, f"x{trace.flops / base.flops:.3f}"])
+        rows.append(
+            [
+                _(label),
+                format_bytes(trace.kept_bytes),
+                *counts,
+                f"x{format_number(trace.flops / base.flops, '.3f')}",
+            ]
+        )
     recomputed = [phrase("{name} recomputed", name=n) for n in names]
     return Table(["case", "kept for backward", *recomputed, "FLOPs"], rows)
 
@@ -305,9 +312,9 @@ class SegmentSweep(ShowsAsTable):
             (
                 k,
                 format_bytes(self.row(k).kept_bytes),
-                f"{self.memory_ratio(k):.0%}",
-                f"x{self.flops_ratio(k):.3f}",
-                f"x{self.seconds_ratio(k):.2f}",
+                format_number(self.memory_ratio(k), ".0%"),
+                f"x{format_number(self.flops_ratio(k), '.3f')}",
+                f"x{format_number(self.seconds_ratio(k), '.2f')}",
             )
             for k in self.ks
         ]

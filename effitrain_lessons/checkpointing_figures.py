@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.checkpointing import SegmentSweep, chen_flops_ratio, chen_memory
-from effitrain_lessons.i18n import N_, _, phrase
+from effitrain_lessons.i18n import N_, _, format_number, phrase
 from effitrain_lessons.memory import TrainingMemory, format_bytes
 from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish
 from effitrain_lessons.tracing import StepTrace
@@ -202,7 +202,13 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
         ax.set_xscale("log")
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.axvline(math.sqrt(n), color="#333333", lw=1, ls=":", label=f"k = √n = {math.sqrt(n):.3g}")
+        ax.axvline(
+            math.sqrt(n),
+            color="#333333",
+            lw=1,
+            ls=":",
+            label=f"k = √n = {format_number(math.sqrt(n), '.3g')}",
+        )
         ax.set_xlabel(phrase("segments k (n = {n} blocks)", n=n))
         ax.spines[["top", "right"]].set_visible(False)
         ax.legend(fontsize=9, frameon=False, loc="lower right" if ax is compute_ax else "upper center")

@@ -289,4 +289,9 @@ def _kind(value) -> str:
 
 
 def _show(value) -> str:
-    return f"{value:,}" if type(value) is int else repr(value)
+    """A learner's value as they read numbers (Turkish: 1.234.567, 0,05); text as its `repr`."""
+    from effitrain_lessons.i18n import format_number
+
+    if type(value) is int:
+        return format_number(value, ",")
+    return format_number(value) if type(value) is float else repr(value)

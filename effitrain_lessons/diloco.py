@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from effitrain_lessons.arguments import command_line, whole_numbers
 from effitrain_lessons.distributed_runs import ProcessReport, RunConfig, run_under_launcher, summary
-from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.i18n import _, format_number, phrase
 from effitrain_lessons.tables import Table
 
 PRECISIONS = ("fp32", "bf16", "fp16")
@@ -190,12 +190,12 @@ def results(runs: list[list[ProcessReport]]) -> Table:
                 r["synchronizations"],
                 r["expected"],
                 r["allreduce_calls"],
-                f"{r['calls_per_sync']:.0f}",
-                f"{r['megabytes']:.2f}",
-                f"{r['kilobytes_per_sync']:.0f}",
-                "-" if r["ms_per_sync"] != r["ms_per_sync"] else f"{r['ms_per_sync']:.2f}",
-                f"{r['ms_per_step']:.1f}",
-                f"{r['eval_loss']:.4f}",
+                format_number(r["calls_per_sync"], ".0f"),
+                format_number(r["megabytes"], ".2f"),
+                format_number(r["kilobytes_per_sync"], ".0f"),
+                "-" if r["ms_per_sync"] != r["ms_per_sync"] else format_number(r["ms_per_sync"], ".2f"),
+                format_number(r["ms_per_step"], ".1f"),
+                format_number(r["eval_loss"], ".4f"),
                 _("yes") if r["equal_at_end"] else _("NO"),
             ]
         )

@@ -17,12 +17,27 @@ In a lesson cell:
     title = phrase("{k} processes", k=NUM_PROCESSES)           # the same sentence, as a string
 
 The template is English and the values are filled in with `str.format`, after translation.
+
+Numbers follow the reader's conventions. English fills them in with `str.format` itself, so the
+English edition prints what Python prints. Turkish writes thousands with a dot, decimals with a comma
+and the percent sign first (3.000, 0,05, %15): `format_number` keeps Python's digits and rounding
+(the format spec chooses them, as in English) and lets Babel (CLDR's `tr` locale) write them. So
+`{n:,}` prints 1.234.567, `{x:.2f}` 0,05, `{x:.0%}` %15, `{x:g}` 0,0001 (an exponent stays `1e-05`).
+A plain `{n}` prints an int without grouping in both languages ("2048" is unambiguous in both);
+a template that wants the thousands marked says `{n:,}`. Anything else (text, `!r`) is filled in
+as `str.format` fills it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import gettext as _gettext
+import numbers
 import os
+import re
+import string
+from decimal import Decimal
 from functools import cache
 from pathlib import Path
 
@@ -31,6 +46,7 @@ DEFAULT = "en"
 ENVIRONMENT = "EFFITRAIN_LANGUAGE"
 DOMAIN = "effitrain_lessons"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+_SPEAKING: contextvars.ContextVar[str | None] = contextvars.ContextVar("effitrain_speaking", default=None)
 
 
 def use_language(code: str) -> None:
@@ -42,9 +58,20 @@ def use_language(code: str) -> None:
 
 
 def language() -> str:
-    """The language in use: the one `use_language` chose, else English."""
-    code = os.environ.get(ENVIRONMENT, DEFAULT)
+    """The language in use: the one `speaking` or `use_language` chose, else English."""
+    code = _SPEAKING.get() or os.environ.get(ENVIRONMENT, DEFAULT)
     return code if code in LANGUAGES else DEFAULT
+
+
+@contextlib.contextmanager
+def speaking(code: str):
+    """Speak `code` in this thread only, for the `with` block (the grader judges several learners'
+    cases at once, each in the language of their notebook)."""
+    token = _SPEAKING.set(code)
+    try:
+        yield
+    finally:
+        _SPEAKING.reset(token)
 
 
 @cache
@@ -72,9 +99,98 @@ def N_(message: str) -> str:
     return message
 
 
+# Python's format spec: [[fill]align][sign][z][#][0][width][grouping][.precision][type]
+_SPEC = re.compile(
+    r"(?:(?P<fill>.)?(?P<align>[<>=^]))?(?P<sign>[-+ ])?(?P<z>z)?(?P<alt>#)?(?P<zero>0)?"
+    r"(?P<width>\d+)?(?P<grouping>[,_])?(?:\.(?P<precision>\d+))?(?P<type>[bcdeEfFgGnosxX%])?",
+    re.DOTALL,
+)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@cache
+def _percent_pattern(code: str) -> str:
+    from babel import Locale
+
+    return Locale.parse(code).percent_formats[None].pattern
+
+
+def format_number(value, spec: str = "", code: str | None = None) -> str:
+    """`format(value, spec)` written as a reader of language `code` (default: the one in use) reads
+    numbers. English: exactly `format(value, spec)`. Turkish: the same digits (Python rounds, as in
+    English), written by Babel: `format_number(0.15, ".0%")` -> "%15", `format_number(1234567, ",")`
+    -> "1.234.567", `format_number(0.05, ".2f")` -> "0,05". Specs that do not write a decimal number
+    (`x`, `b`, `c`, `o`, zero padding) are Python's in every language."""
+    code = language() if code is None else code
+    parts = _SPEC.fullmatch(spec)
+    if (
+        code == DEFAULT
+        or code not in LANGUAGES
+        or not _is_number(value)
+        or parts is None
+        or parts["type"] in {"b", "c", "o", "s", "x", "X"}
+        or parts["zero"]
+        or parts["align"] == "="
+        or (parts["alt"] and parts["type"] != "%")
+    ):
+        return format(value, spec)
+    from babel.numbers import format_decimal, format_percent
+
+    kind = parts["type"] or ""
+    precision = f".{parts['precision']}" if parts["precision"] is not None else ""
+    # Python writes the digits; Babel writes them the reader's way
+    text = format(value, f"{parts['sign'] or ''}{parts['z'] or ''}{precision}{kind}")
+    sign = text[0] if text[0] in "+ " else ""
+    body = text[len(sign) :]
+    digits = re.fullmatch(r"(-?)(\d+)(?:\.(\d*))?(%|[eE][-+]\d+)?", body)
+    if digits is None:  # inf, nan
+        return format(value, spec)
+    minus, whole, fraction, suffix = digits.groups()
+    fraction = fraction or ""
+    number = Decimal(f"{minus}{whole}.{fraction}" if fraction else f"{minus}{whole}")
+    grouping = "#,##0" if parts["grouping"] else "0"
+    if fraction:
+        grouping += "." + "0" * len(fraction)
+    if suffix == "%":
+        pattern = _percent_pattern(code).replace("#,##0", grouping)
+        written = format_percent(number / 100, pattern, locale=code)
+    else:
+        written = format_decimal(number, grouping, locale=code) + (suffix or "")
+    written = sign + written
+    if parts["width"]:
+        written = format(written, f"{parts['fill'] or ' '}{parts['align'] or '>'}{parts['width']}")
+    return written
+
+
+class _NumberFormatter(string.Formatter):
+    """`str.format` that writes numbers as language `code` reads them (`format_number`)."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def format_field(self, value, format_spec: str) -> str:
+        if _is_number(value):
+            return format_number(value, format_spec, self.code)
+        return super().format_field(value, format_spec)
+
+
+def fill(template: str, values: dict, code: str | None = None) -> str:
+    """`template` (already in language `code`) with `values` filled in: `str.format` in English,
+    numbers written as a reader of `code` reads them otherwise."""
+    code = language() if code is None else code
+    if code == DEFAULT or code not in LANGUAGES:
+        return template.format(**values)
+    return _NumberFormatter(code).vformat(template, (), values)
+
+
 def phrase(template: str, /, **values) -> str:
-    """`template` in the language in use, with `values` filled in (`str.format`)."""
-    return _(template).format(**values)
+    """`template` in the language in use, with `values` filled in (`str.format`, numbers the
+    reader's way)."""
+    code = language()
+    return fill(translator(code)(template), values, code)
 
 
 def nphrase(singular: str, plural: str, n: int, /, **values) -> str:
@@ -85,7 +201,7 @@ def nphrase(singular: str, plural: str, n: int, /, **values) -> str:
         chosen = singular if n == 1 else plural
     else:
         chosen = _catalog(code).ngettext(singular, plural, n)
-    return chosen.format(n=n, **values)
+    return fill(chosen, {"n": n, **values}, code)
 
 
 def say(template: str, /, **values) -> None:
@@ -112,7 +228,7 @@ class Sentence(str):
 
     def in_language(self, code: str) -> str:
         values = {key: in_language(value, code) for key, value in self.values.items()}
-        return translator(code)(self.template).format(**values)
+        return fill(translator(code)(self.template), values, code)
 
 
 def in_language(text: str, code: str) -> str:

@@ -38,8 +38,8 @@ import numpy as np
 
 REFERENCE = "want = {}"
 JUDGEMENT = "got, want = plain(got), plain(want)"
-MAX_BYTES = 1 << 19  # one case's data, encoded
-MAX_ITEMS = 20_000  # numbers in arrays, and entries of lists and dicts, in one case's data
+MAX_BYTES = 900_000  # one case's data, encoded (a report message is at most 1 MiB)
+MAX_ITEMS = 100_000  # numbers in arrays, and entries of lists and dicts, in one case's data
 MAX_DEPTH = 8
 MAX_CHARS = 2_000  # one string
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "float32", "float64")

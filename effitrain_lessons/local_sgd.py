@@ -26,7 +26,7 @@ import torch
 
 from effitrain_lessons import distributed_runs, processes
 from effitrain_lessons.arguments import command_line
-from effitrain_lessons.i18n import _
+from effitrain_lessons.i18n import _, format_number
 from effitrain_lessons.moved import moved_names
 from effitrain_lessons.tables import Table
 
@@ -87,11 +87,11 @@ def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
                 row["synchronizations"],
                 row["expected"],
                 row["allreduce_calls"],
-                f"{row['megabytes']:.2f}",
+                format_number(row["megabytes"], ".2f"),
                 row["gradient_allreduces"],
-                f"{row['eval_loss']:.4f}",
-                f"{row['eval_accuracy']:.3f}",
-                f"{row['ms_per_step']:.1f}",
+                format_number(row["eval_loss"], ".4f"),
+                format_number(row["eval_accuracy"], ".3f"),
+                format_number(row["ms_per_step"], ".1f"),
                 _yes_no(row["same_in_every_process"]),
                 _yes_no(row["equal_at_end"]),
             ]

@@ -19,7 +19,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from effitrain_lessons.device import synchronize
-from effitrain_lessons.i18n import N_, _, phrase
+from effitrain_lessons.i18n import N_, _, format_number, phrase
 from effitrain_lessons.tables import ShowsAsTable, Table, format_bytes, format_flops  # noqa: F401 (lessons import them from here)
 
 
@@ -156,7 +156,7 @@ class StepReport(ShowsAsTable):
             ),
             (_("FLOPs (fwd + bwd)"), format_flops(self.flops)),
             (_("FLOPs (forward)"), format_flops(self.forward_flops)),
-            (_("time"), f"{self.seconds * 1e3:,.1f} ms"),
+            (_("time"), f"{format_number(self.seconds * 1e3, ',.1f')} ms"),
             (_("peak GPU memory"), peak),
             (_("device / mode"), f"{self.device} / {'train' if self.training else 'eval'}"),
         ]
@@ -210,11 +210,11 @@ class StepComparison(ShowsAsTable):
                     reduction=self.saved_reduction,
                 ),
             ),
-            (_("FLOPs"), f"{self.flops:.3f}x"),
-            (_("time"), f"{self.seconds:.2f}x"),
+            (_("FLOPs"), f"{format_number(self.flops, '.3f')}x"),
+            (_("time"), f"{format_number(self.seconds, '.2f')}x"),
         ]
         if self.peak_bytes is not None:
-            rows.append((_("peak GPU memory"), f"{self.peak_bytes:.3f}x"))
+            rows.append((_("peak GPU memory"), f"{format_number(self.peak_bytes, '.3f')}x"))
         return rows
 
     def table(self) -> Table:
@@ -353,7 +353,10 @@ class TrainingMemory(ShowsAsTable):
         return sum(self.parts().values())
 
     def table(self) -> Table:
-        rows = [(_(name), f"{format_bytes(n)} ({n / self.total:.0%})") for name, n in self.parts().items()]
+        rows = [
+            (_(name), f"{format_bytes(n)} ({format_number(n / self.total, '.0%')})")
+            for name, n in self.parts().items()
+        ]
         return Table(["training memory", "value"], rows)
 
 

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from effitrain_lessons.arguments import whole_numbers
-from effitrain_lessons.i18n import N_, _, phrase
+from effitrain_lessons.i18n import N_, _, fill, format_number, phrase
 from effitrain_lessons.tables import ShowsAsTable, Table, format_bytes
 
 CONFIG_DIR = Path(__file__).resolve().parent / "course_data" / "configs"
@@ -545,10 +545,10 @@ def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
     weight = 4 if settings.precision == "fp32" else 2
     master = settings.precision != "fp32" and settings.master_weights
     state = 4 if (settings.precision == "fp32" or master) else 2
-    lines = [Line(N_("parameters"), weight * p, f"{weight} B × {p:,}")]
+    lines = [Line(N_("parameters"), weight * p, f"{weight} B × {format_number(p, ',')}")]
     if master:
-        lines.append(Line(N_("fp32 master weights"), 4 * p, f"4 B × {p:,}"))
-    lines.append(Line(N_("gradients"), weight * p, f"{weight} B × {p:,}"))
+        lines.append(Line(N_("fp32 master weights"), 4 * p, f"4 B × {format_number(p, ',')}"))
+    lines.append(Line(N_("gradients"), weight * p, f"{weight} B × {format_number(p, ',')}"))
     if settings.optimizer == "adamw":
         # two moments, and PyTorch's step count: one fp32 scalar tensor per parameter tensor
         lines.append(
@@ -570,7 +570,7 @@ def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
             )
         )
     elif settings.optimizer == "sgd-momentum":
-        lines.append(Line(N_("optimizer state"), state * p, f"{state} B × {p:,}"))
+        lines.append(Line(N_("optimizer state"), state * p, f"{state} B × {format_number(p, ',')}"))
     else:
         lines.append(Line(N_("optimizer state"), 0, "0 (SGD)"))
     return lines
@@ -619,7 +619,7 @@ def estimate(model, settings: Settings | None = None, **options) -> Estimate:
         )
     modelled = sum(line.nbytes for line in lines)
     allowance = math.ceil(UNMODELLED_SHARE * modelled)
-    formula = f"{UNMODELLED_SHARE:.0%} × {format_bytes(modelled)}"
+    formula = f"{format_number(UNMODELLED_SHARE, '.0%')} × {format_bytes(modelled)}"
     if settings.device == "cuda":
         allowance += CUDA_CONTEXT
         formula += f" + {format_bytes(CUDA_CONTEXT)}"
@@ -742,7 +742,7 @@ class Verdict:
                 "{gpu}: does not fit ({used}); it would with {remedies}.",
                 gpu=self.gpu,
                 used=used,
-                remedies=_(" or ").join(_(text).format(**values(remedy)) for text, remedy in self.remedies),
+                remedies=_(" or ").join(fill(_(text), values(remedy)) for text, remedy in self.remedies),
             )
         return phrase(
             "{gpu}: does not fit ({used}), and no single change the planner knows makes it fit.",

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from effitrain_lessons import plan
-from effitrain_lessons.i18n import N_, _, phrase
+from effitrain_lessons.i18n import N_, _, format_number, phrase
 from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish, wrapped
 from effitrain_lessons.tables import format_bytes
 
@@ -291,7 +291,7 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
         )
         for p in compiled:
             left.annotate(
-                f"{p.budget:g}",
+                format_number(p.budget, "g"),
                 (gflops(p), mib(p)),
                 textcoords="offset points",
                 xytext=(-9, -5),

@@ -7,7 +7,8 @@ file a reader holds in their head, its figures sort next to it, and the measurem
 worker processes import never import matplotlib. What they draw alike lives here:
 
 - `finish`: every `plot_*` and `draw_*` function returns a closed `Figure`, which the notebook shows
-  once, as the cell's value;
+  once, as the cell's value; in Turkish, its axes' numbers are written the Turkish way (0,5: see
+  `ReaderFormatter`);
 - `STATUS_COLOURS` (stored, deleted, recomputed: lesson 1's words, which lessons 2 to 6 colour with)
   and `MEMORY_COLOURS` (parameters, gradients, optimizer state, activations);
 - `wrapped`: labels broken into lines, so that a longer language grows down, not out;
@@ -20,12 +21,14 @@ lesson passes in are translated when drawn too (text the catalog lacks stays as 
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.ticker import ScalarFormatter
 
-from effitrain_lessons.i18n import N_
+from effitrain_lessons.i18n import DEFAULT, N_, format_number, language
 
 # The keys are what the measurements call each status and part, and the legends' words (translated
 # when drawn).
@@ -42,11 +45,49 @@ MEMORY_COLOURS = {
 }
 
 
+# a number as ScalarFormatter writes it: an optional minus (ASCII or U+2212), digits, decimals
+_TICK_NUMBER = re.compile(r"([-\N{MINUS SIGN}]?\d+)(?:\.(\d+))?")
+
+
+class ReaderFormatter(ScalarFormatter):
+    """matplotlib's own tick labels (the same ticks, the same digits), with each number written as
+    the lesson's reader writes numbers (`format_number`: 0,25 in Turkish)."""
+
+    def __call__(self, x, pos=None) -> str:
+        return _TICK_NUMBER.sub(self._reader_number, super().__call__(x, pos))
+
+    def _reader_number(self, match: re.Match) -> str:
+        whole, decimals = match.groups()
+        value = float(f"{whole.replace(chr(0x2212), '-')}.{decimals or 0}")
+        return self.fix_minus(format_number(value, f".{len(decimals or '')}f"))
+
+
+def reader_ticks(fig: Figure) -> Figure:
+    """Give every axis of `fig` that writes matplotlib's plain numbers (`ScalarFormatter`) a
+    `ReaderFormatter`, keeping its settings. English needs none: its ticks stay matplotlib's."""
+    if language() == DEFAULT:
+        return fig
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for formatter, install in (
+                (axis.get_major_formatter(), axis.set_major_formatter),
+                (axis.get_minor_formatter(), axis.set_minor_formatter),
+            ):
+                if type(formatter) is ScalarFormatter:
+                    reader = ReaderFormatter(
+                        useOffset=formatter.get_useOffset(), useMathText=formatter.get_useMathText()
+                    )
+                    reader.set_scientific(formatter._scientific)
+                    reader.set_powerlimits(formatter._powerlimits)
+                    install(reader)
+    return fig
+
+
 def finish(fig: Figure) -> Figure:
     """Close `fig` and return it: the notebook shows it once, as the cell's value (closed, pyplot
-    does not show it a second time)."""
+    does not show it a second time). Its tick labels write numbers the reader's way (`reader_ticks`)."""
     plt.close(fig)
-    return fig
+    return reader_ticks(fig)
 
 
 def wrapped(text: str, width: int) -> str:

@@ -43,7 +43,7 @@ from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertLayer
 
 from effitrain_lessons.arguments import whole_numbers
-from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.i18n import _, format_number, phrase
 from effitrain_lessons.memory import count_step, format_bytes, format_flops, record_saved_tensors, storage_key
 from effitrain_lessons.tables import ShowsAsTable, Table
 from effitrain_lessons.tracing import op_name, trace_step
@@ -495,10 +495,10 @@ class RecomputeCurve(ShowsAsTable):
                 (
                     p.name(),
                     format_bytes(p.saved_bytes),
-                    f"{_ratio(p.saved_bytes, base.saved_bytes):.0%}",
+                    format_number(_ratio(p.saved_bytes, base.saved_bytes), ".0%"),
                     format_flops(p.flops),
-                    f"x{_ratio(p.flops, base.flops):.3f}",
-                    "-" if p.compiled else f"x{_ratio(p.seconds, base.seconds):.2f}",
+                    f"x{format_number(_ratio(p.flops, base.flops), '.3f')}",
+                    "-" if p.compiled else f"x{format_number(_ratio(p.seconds, base.seconds), '.2f')}",
                     again,
                     ("*" if self.is_optimal(p) else "") + ("+" if self.is_optimal(p, "seconds") else ""),
                     "!" if p.redraws_random else "",

@@ -5,8 +5,9 @@ notebook shows a result by naming it, never by formatting columns by hand; each 
 `ShowsAsTable`, which shows its `table()` as the text `print` writes and the HTML a notebook
 draws. A table's columns, title and notes are English when built and shown in the lesson's
 language (`effitrain_lessons.i18n`): the language is chosen after the table's text is written.
-The cells are data and show as they are. `format_bytes` and `format_flops` write the cells' sizes
-(no torch needed, so the planner and the command line stay light).
+The cells are data and show as they are, numbers as the reader writes them (`format_number`: 0,05
+in Turkish). `format_bytes` and `format_flops` write the cells' sizes the same way (no torch
+needed, so the planner and the command line stay light).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.i18n import _, format_number, phrase
 
 
 @dataclass(frozen=True, repr=False)
@@ -49,7 +50,7 @@ class Table:
 
     def __str__(self) -> str:
         columns, title, notes = self._words()
-        cells = [columns, *[[str(c) for c in row] for row in self.rows]]
+        cells = [columns, *[[_cell(c) for c in row] for row in self.rows]]
         widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
         lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells]
         lines.insert(1, "  ".join("-" * width for width in widths))
@@ -67,10 +68,15 @@ class Table:
         caption = f"<caption>{html.escape(title)}</caption>" if title else ""
         head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in row) + "</tr>" for row in self.rows
+            "<tr>" + "".join(f"<td>{html.escape(_cell(c))}</td>" for c in row) + "</tr>" for row in self.rows
         )
         below = "".join(f"<p>{html.escape(line)}</p>" for line in notes)
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{below}"
+
+
+def _cell(value: object) -> str:
+    """A cell as text: a number as the reader writes it, anything else as `str` writes it."""
+    return format_number(value) if isinstance(value, (int, float)) else str(value)
 
 
 class ShowsAsTable:
@@ -92,17 +98,18 @@ class ShowsAsTable:
 
 
 def format_bytes(n: float) -> str:
-    """1536 -> '1.50 KiB': bytes in the largest binary unit that keeps the number >= 1."""
+    """1536 -> '1.50 KiB' ('1,50 KiB' in Turkish): bytes in the largest binary unit that keeps the
+    number >= 1."""
     for unit in ("B", "KiB", "MiB", "GiB"):
         if abs(n) < 1024 or unit == "GiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+            return f"{format_number(n, ',.0f' if unit == 'B' else ',.2f')} {unit}"
         n /= 1024
     raise AssertionError("unreachable")
 
 
 def format_flops(n: float) -> str:
-    """12288 -> '12.29 kFLOP': FLOPs with a decimal prefix."""
+    """12288 -> '12.29 kFLOP' ('12,29 kFLOP' in Turkish): FLOPs with a decimal prefix."""
     for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
         if abs(n) >= scale:
-            return f"{n / scale:,.2f} {unit}"
-    return f"{n:,.0f} FLOP"
+            return f"{format_number(n / scale, ',.2f')} {unit}"
+    return f"{format_number(n, ',.0f')} FLOP"

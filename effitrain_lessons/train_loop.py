@@ -29,7 +29,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
 
 from effitrain_lessons.arguments import command_line, whole_numbers
-from effitrain_lessons.i18n import _, phrase
+from effitrain_lessons.i18n import _, format_number, phrase
 from effitrain_lessons.processes import end_processes, start_workers
 from effitrain_lessons.tables import ShowsAsTable, Table
 
@@ -87,13 +87,13 @@ class TrainingRun(ShowsAsTable):
         rows = [
             [_("optimizer steps"), self.optimizer_steps],
             [_("micro-batches"), self.micro_batches],
-            [_("seconds"), f"{self.seconds:.1f}"],
+            [_("seconds"), format_number(self.seconds, ".1f")],
         ]
         if self.losses:
             rows += [
-                [_("loss, first step"), f"{self.losses[0]:.4f}"],
-                [_("loss, last step"), f"{self.losses[-1]:.4f}"],
-                [_("learning rate after the last step"), f"{self.learning_rates[-1]:.3g}"],
+                [_("loss, first step"), format_number(self.losses[0], ".4f")],
+                [_("loss, last step"), format_number(self.losses[-1], ".4f")],
+                [_("learning rate after the last step"), format_number(self.learning_rates[-1], ".3g")],
             ]
         return Table(["measured", "value"], rows)
 

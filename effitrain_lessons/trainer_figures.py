@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
-from effitrain_lessons.i18n import _
+from effitrain_lessons.i18n import _, format_number
 from effitrain_lessons.memory import StepReport, format_bytes
 from effitrain_lessons.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish
 
@@ -67,8 +67,8 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
     time_bars = cost_ax.bar(
         [i + width / 2 for i in x], [1.0, ratio.seconds], width, color="#4c72b0", label=_("time")
     )
-    cost_ax.bar_label(flop_bars, ["1", f"{ratio.flops:.2f}"], fontsize=9)
-    cost_ax.bar_label(time_bars, ["1", f"{ratio.seconds:.2f}"], fontsize=9)
+    cost_ax.bar_label(flop_bars, ["1", format_number(ratio.flops, ".2f")], fontsize=9)
+    cost_ax.bar_label(time_bars, ["1", format_number(ratio.seconds, ".2f")], fontsize=9)
     cost_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8, ls="--")
     cost_ax.text(-0.45, 4 / 3, "4/3", va="bottom", fontsize=8, color="#777777")
     cost_ax.set_xticks(list(x), names)

@@ -30,7 +30,12 @@ from effitrain_lessons.i18n import ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER_FILE = "tests/test_browser.py"
-SANDBOX_FILES = ("tests/test_grading.py", "tests/test_sandbox.py")
+SANDBOX_FILES = (
+    "tests/test_grading.py",
+    "tests/test_sandbox.py",
+    "tests/test_grading_output.py",
+    "tests/test_red_team.py",
+)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 # Seconds each unit took in a `make test` on two cores (the longest first; unknown units last, in

@@ -74,6 +74,11 @@ WRONG = [
         "    return math.prod((sequences, tokens, tokens)) * dtype.itemsize\n",
     ),
     ("q_checkpoint_block", "def checkpointed_block(x):\n    return block(x)\n"),
+    # checkpointed, but of another input: another output and other gradients
+    (
+        "q_checkpoint_block",
+        "def checkpointed_block(x):\n    return checkpoint(block, x + 1, use_reentrant=False)\n",
+    ),
     # k = n keeps as much as no checkpointing; 5 keeps the least for more FLOPs; 3 does not split
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return n_blocks\n"),
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return 5\n"),

@@ -72,7 +72,7 @@ def rejected_pattern(variant: str) -> re.Pattern[str]:
 def offences(text: str, terms: list[Term], allowed: dict[str, int]) -> list[str]:
     """Every rejected variant in `text` (code spans, chosen terms and the allowed forms left out)."""
     found = []
-    prose = turkish_lower(CODE.sub(" ", text))
+    prose = re.sub(r"\s+", " ", turkish_lower(CODE.sub(" ", text)))  # a term broken over two lines too
     for form, most in allowed.items():
         words = turkish_lower(form).split()
         pattern = re.compile(r"(?<!\w)" + r"\w*\s+".join(re.escape(word) for word in words))

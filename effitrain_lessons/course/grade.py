@@ -22,8 +22,12 @@ How one submission is graded:
 from __future__ import annotations
 
 import argparse
+import ast
 import concurrent.futures
 import dataclasses
+import hashlib
+import json
+import math
 import os
 import secrets
 import signal
@@ -33,6 +37,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from effitrain_lessons import judging
+from effitrain_lessons.checks import check_prediction
 from effitrain_lessons.course import report, review
 from effitrain_lessons.course.lessons import (
     NO_CHECKOUT,
@@ -64,7 +72,7 @@ from effitrain_lessons.course.submissions import (
     read_notebook,
     readable,
 )
-from effitrain_lessons.i18n import ENVIRONMENT, Sentence
+from effitrain_lessons.i18n import ENVIRONMENT, Sentence, phrase, speaking
 
 DEFAULT_WORKERS = 2
 INTERRUPTED = threading.Event()
@@ -82,6 +90,7 @@ class QuestionResult:
     public_messages: list[str] = field(default_factory=list)  # why public tests failed (learners see these)
     answer_error: str = ""  # what the answer cell raised, if anything
     missing: bool = False  # the submission has no answer cell for this question
+    hidden_failed: list[int] = field(default_factory=list)  # which hidden cases failed (instructor only)
 
 
 @dataclass
@@ -255,80 +264,50 @@ def grade_answers(
 
 
 def _add_flag(result: SubmissionResult, question: str, what: str) -> None:
-    entry = f"{question}: {readable(what)[:200]}"
-    if entry not in result.flags:
-        result.flags.append(entry)
+    """Flag `what` for `question`: once each, cleaned and cut, and only counted past the cap
+    (`report.add_flag`)."""
+    report.add_flag(result.flags, f"{question}: {what}")
 
 
 def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Limits, confined: bool) -> None:
-    """Run the plan in a sandbox, feed it the test cases one at a time, and score what comes back."""
-    box = Sandbox(
-        [sys.executable, "-I", "-m", "effitrain_lessons.course.worker"],
-        limits,
-        confined=confined,
-        env={ENVIRONMENT: result.language},
-    )
-    box.start()
+    """Run the plan in a sandbox, feed it the cases one at a time, and judge the data that comes back."""
+    wanted = expected_values(lesson, limits, confined)
     cell_question = {cell["id"]: cell["question"] for cell in cells}
     passed: dict[str, dict[int, bool]] = {q: {} for q in lesson.questions}
-    queue: list = []  # cases still to send at this check, then what ends it
-    outstanding = None  # (nonce, case) sent and not yet answered
-    finished = False
 
-    def send_next():
-        nonlocal outstanding
-        item = queue.pop(0)
-        if isinstance(item, dict):
-            box.send(item)
-            outstanding = None
-            return
-        nonce = secrets.token_hex(16)
-        outstanding = (nonce, item)
-        box.send({"case": nonce, "question": item.question, "code": item.code})
+    def on_cell(message):
+        question = cell_question.get(message.get("id"))
+        error = readable(str(message.get("error") or ""))[:500]
+        if message.get("ok") is False and question:
+            result.questions[question].answer_error = error
+        elif message.get("ok") is False:
+            result.notes.append(f"lesson cell {readable(str(message.get('id')))[:60]} failed: {error}")
 
-    try:
-        box.send({"cells": cells})
-        while (message := box.receive()) is not None:
-            event = message.get("event")
-            if event == "cell":
-                question = cell_question.get(message.get("id"))
-                error = readable(str(message.get("error") or ""))[:500]
-                if message.get("ok") is False and question:
-                    result.questions[question].answer_error = error
-                elif message.get("ok") is False:
-                    result.notes.append(
-                        f"lesson cell {readable(str(message.get('id')))[:60]} failed: {error}"
-                    )
-            elif event == "flag":
-                label = str(message.get("cell", ""))
-                question = cell_question.get(label) or (label[5:] if label.startswith("test ") else label)
-                if question in lesson.questions:
-                    _add_flag(result, question, str(message.get("what", "")))
-            elif event == "tests" and outstanding is None and not queue:
-                question = message.get("question")
-                if question in lesson.questions:
-                    queue = [c for c in lesson.questions[question].cases if not c.hidden] + [
-                        {"continue": True}
-                    ]
-                    send_next()
-            elif event == "cells-done" and outstanding is None and not queue:
-                queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [
-                    {"finish": True}
-                ]
-                send_next()
-            elif event == "case" and outstanding is not None and message.get("nonce") == outstanding[0]:
-                case = outstanding[1]
-                passed[case.question][case.index] = message.get("passed") is True
-                if message.get("passed") is not True and not case.hidden:
-                    text = readable(str(message.get("message") or ""))[:500]
-                    result.questions[case.question].public_messages.append(text)
-                send_next()
-            elif event == "finished" and outstanding is None and not queue:
-                finished = True
-            else:
-                _add_flag(result, "report", "a message arrived that the grader did not ask for")
-    finally:
-        outcome = box.stop()
+    def on_flag(label, what):
+        question = cell_question.get(label) or (label[5:] if label.startswith("test ") else label)
+        if question in lesson.questions:
+            _add_flag(result, question, what)
+
+    def on_case(case, message):
+        ok, text = judge_case(case, message, wanted.get((case.question, case.index)), result.language)
+        passed[case.question][case.index] = ok
+        if not ok and case.hidden:  # for the instructor's results.json only
+            result.questions[case.question].hidden_failed.append(case.index)
+        if not ok and not case.hidden:
+            result.questions[case.question].public_messages.append(readable(text)[:500])
+
+    outcome, finished = _session(
+        lesson,
+        cells,
+        limits,
+        confined,
+        result.language,
+        learner=True,
+        on_case=on_case,
+        on_cell=on_cell,
+        on_flag=on_flag,
+        on_stray=lambda: _add_flag(result, "report", "a message arrived that the grader did not ask for"),
+    )
     result.peak_memory_mb = round(outcome.peak_bytes / 2**20, 1)
     result.memory_cap = outcome.memory_method
     for name, question in lesson.questions.items():
@@ -375,6 +354,237 @@ def _run(result: SubmissionResult, lesson: Lesson, cells: list[dict], limits: Li
         tail = outcome.stderr_head.decode("utf-8", "replace").strip().splitlines()[-3:]
         if tail:
             result.notes.append("stderr: " + " | ".join(tail)[:600])
+
+
+def _session(
+    lesson, cells, limits, confined, language, learner, on_case, on_cell=None, on_flag=None, on_stray=None
+):
+    """One sandboxed run of `cells`: each case of `lesson` is sent when the worker asks for it (public
+    ones at their check, hidden ones after the last cell), one at a time with a fresh nonce, and what
+    comes back is handed to `on_case`. A learner's run gets each case's part that runs beside the
+    answer and sends back `got`; the solution's run gets that part and the reference, and sends back
+    `want`. Returns the sandbox's outcome and whether the worker finished."""
+    box = Sandbox(
+        [sys.executable, "-I", "-m", "effitrain_lessons.course.worker"],
+        limits,
+        confined=confined,
+        env={ENVIRONMENT: language},
+    )
+    box.start()
+    session = secrets.token_hex(16)
+    queue: list = []  # cases still to send at this check, then what ends it
+    outstanding = None  # (nonce, case) sent and not yet answered
+    finished = cells_done = False
+
+    def send_next():
+        nonlocal outstanding
+        item = queue.pop(0)
+        if isinstance(item, dict):
+            box.send(item)
+            outstanding = None
+            return
+        nonce = secrets.token_hex(16)
+        outstanding = (nonce, item)
+        box.send({"case": nonce, "question": item.question, **_order(item, learner)})
+
+    try:
+        box.send({"cells": cells, "nonce": session, "preload": preload(lesson)})
+        while (message := box.receive()) is not None:
+            event, nonce = message.get("event"), message.get("nonce")
+            if event == "case" and outstanding is not None and nonce == outstanding[0]:
+                on_case(outstanding[1], message)
+                send_next()
+            elif nonce != session:
+                if on_stray:
+                    on_stray()
+            elif event == "cell" and cells_done:  # every cell has reported: this one is forged
+                if on_stray:
+                    on_stray()
+            elif event == "cell" and on_cell:
+                on_cell(message)
+            elif event == "flag":
+                if on_flag:
+                    on_flag(str(message.get("cell", "")), str(message.get("what", "")))
+            elif event == "tests" and outstanding is None and not queue:
+                question = message.get("question")
+                if question in lesson.questions:
+                    queue = [c for c in lesson.questions[question].cases if not c.hidden] + [
+                        {"continue": True}
+                    ]
+                    send_next()
+            elif event == "cells-done" and outstanding is None and not queue and not cells_done:
+                cells_done = True
+                queue = [c for q in lesson.questions.values() for c in q.cases if c.hidden] + [
+                    {"finish": True}
+                ]
+                send_next()
+            elif event == "finished" and outstanding is None and not queue:
+                finished = True
+            elif on_stray:
+                on_stray()
+    finally:
+        outcome = box.stop()
+    return outcome, finished
+
+
+def preload(lesson: Lesson) -> list[str]:
+    """The modules `lesson`'s cases import: the worker loads them before any answer runs, so that
+    what an answer changes in them is seen and put back before each case."""
+    names = set()
+    for question in lesson.questions.values():
+        for case in question.cases:
+            for node in ast.walk(ast.parse(case.code)):
+                if isinstance(node, ast.Import):
+                    names.update(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names.add(node.module)
+    return sorted(names)
+
+
+def _order(case, learner: bool) -> dict:
+    """What the worker runs for `case`: beside a learner's answer, the part that records `got`; with
+    the solution, that part and the reference, which records `want`."""
+    if case.parts is None:  # a case not yet split: it judges itself where it runs
+        return {"code": case.code + "\ngot = want = True\n", "result": "got"}
+    if learner:
+        return {"code": case.parts.probe, "result": "got"}
+    return {"code": case.parts.probe + case.parts.reference, "result": "want"}
+
+
+def judge_case(case, message: dict, want, language: str) -> tuple[bool, str]:
+    """Whether the data a learner's run sent for `case` passes its judgement against `want` (the
+    solution's), and if not, why, in `language`. Runs here, in the grader, on plain data only."""
+    error = str(message.get("error") or "")
+    if message.get("changed"):
+        return False, "the code under test changed what the tests rely on: " + str(message["changed"])
+    if error:
+        if error == "TooBig":
+            return False, Sentence("the answer's result is larger than a test may send back").in_language(
+                language
+            )
+        return False, error
+    try:
+        got = judging.decode(message.get("data"))
+    except ValueError as problem:
+        return False, f"the answer's result could not be read: {problem}"
+    if case.parts is None:
+        return got is True, ""
+    namespace = {
+        "got": got,
+        "want": want,
+        "plain": judging.plain,
+        "close": judging.close,
+        "phrase": phrase,
+        "check_prediction": check_prediction,
+        "math": math,
+        "np": np,
+    }
+    with speaking(language):
+        try:
+            exec(compile(case.parts.judgement, f"<{case.question} case {case.index}>", "exec"), namespace)  # noqa: S102 - the instructor's judgement
+        except AssertionError as failure:
+            said = failure.args[0] if failure.args and type(failure.args[0]) is str else ""
+            return False, f"AssertionError: {said}" if said else "AssertionError"
+        except Exception as failure:  # noqa: BLE001 - data of the wrong form fails the case
+            return False, phrase(
+                "the answer's result does not have the form the test expects ({kind})",
+                kind=type(failure).__name__,
+            )
+    return True, ""
+
+
+_EXPECTED: dict[str, dict] = {}
+_EXPECTED_LOCKS: dict[str, threading.Lock] = {}
+_EXPECTED_GUARD = threading.Lock()
+
+
+def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tuple[str, int], object]:
+    """(question, case index) -> `want`, from the solution edition run on every case in a sandbox of
+    its own. Computed once per lesson and kept in the user's cache folder (keyed by the lesson's
+    cells and cases, and the versions of what computes them). Raises CourseError when the solution
+    fails a case."""
+    key = _expected_key(lesson)
+    with _EXPECTED_GUARD:
+        lock = _EXPECTED_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _EXPECTED:
+            try:
+                _EXPECTED[key] = _read_expected(key) or _compute_expected(lesson, limits, confined, key)
+            except CourseError as error:  # said once per batch's files, computed once
+                _EXPECTED[key] = error
+    if isinstance(_EXPECTED[key], CourseError):
+        raise _EXPECTED[key]
+    return _EXPECTED[key]
+
+
+def _expected_key(lesson: Lesson) -> str:
+    import torch
+
+    from effitrain_lessons.course import worker
+
+    parts = (
+        lesson.name,
+        [cell.source for cell in lesson.cells],
+        [(c.question, c.index, c.code) for q in lesson.questions.values() for c in q.cases],
+        torch.__version__,
+        Path(judging.__file__).read_text(encoding="utf-8"),
+        Path(worker.__file__).read_text(encoding="utf-8"),
+    )
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _cache_file(key: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "effitrain-lessons" / "expected" / f"{key}.json"
+
+
+def _read_expected(key: str) -> dict | None:
+    try:
+        stored = json.loads(_cache_file(key).read_text(encoding="utf-8"))
+        return {(q, int(i)): judging.decode(text) for q, i, text in stored}
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _compute_expected(lesson: Lesson, limits: Limits, confined: bool, key: str) -> dict:
+    solution = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
+    cells, _ = grading_plan(lesson, solution)
+    wanted: dict[tuple[str, int], object] = {}
+    texts: list[list] = []
+    problems: list[str] = []
+
+    def on_case(case, message):
+        try:
+            if message.get("error"):
+                raise ValueError(str(message["error"])[:300])
+            wanted[(case.question, case.index)] = judging.decode(message.get("data"))
+            texts.append([case.question, case.index, message.get("data")])
+        except ValueError as problem:
+            problems.append(f"{case.question} case {case.index}: {problem}")
+
+    # the instructor's own code: the batch's limits are for learners
+    generous = dataclasses.replace(
+        limits, timeout_s=max(limits.timeout_s, 600.0), memory_mb=max(limits.memory_mb, Limits().memory_mb)
+    )
+    outcome, finished = _session(lesson, cells, generous, confined, "en", learner=False, on_case=on_case)
+    total = sum(len(q.cases) for q in lesson.questions.values())
+    if problems or not finished or len(wanted) != total:
+        why = "; ".join(problems[:3]) or (
+            f"it stopped early (exit code {outcome.returncode}, timed out: {outcome.timed_out})"
+        )
+        raise CourseError(
+            f"The solution edition of {lesson.name} does not pass its own tests ({why}): "
+            "fix the lesson, then `effitrain build`."
+        )
+    path = _cache_file(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(texts), encoding="utf-8")
+        temporary.replace(path)
+    except OSError:
+        pass  # no cache: the next batch computes them again
+    return wanted
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,10 +768,11 @@ def run(args: argparse.Namespace) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    for result in results:
+    for result in results:  # one line each, whatever a file's name or reason holds
+        reason = report.clean(result.reason, report.MESSAGE_CHARS)
         print(
-            f"{result.file}: {report.number(result.total)} of {report.number(result.possible)} "
-            f"({result.status}{': ' + result.reason if result.reason else ''})"
+            f"{report.clean(result.file)}: {report.number(result.total)} of {report.number(result.possible)} "
+            f"({report.clean(result.status)}{': ' + reason if reason else ''})"
         )
     print(f"wrote {Path(args.out) / 'grades.csv'} and {len(results)} feedback files")
     return 0

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from effitrain_lessons.checks import doctest_to_source
+from effitrain_lessons.judging import Parts, split_case
 
 ROOT = Path(__file__).resolve().parents[2]
 """The course checkout this package lives in (its lessons/, notebooks/ and autograder/), when it does."""
@@ -102,13 +103,15 @@ def resolve_lesson(text: str, available: list[str]) -> str:
 
 @dataclass(frozen=True)
 class Case:
-    """One test case: Python source that passes when it runs without an exception."""
+    """One test case: Python source that passes when it runs without an exception (in a notebook),
+    and the same source split into the parts `effitrain grade` runs apart (`judging.split_case`)."""
 
     question: str
     index: int
     code: str
     hidden: bool
     points: float
+    parts: Parts | None = None
 
 
 @dataclass
@@ -235,20 +238,22 @@ def read_test_file(path: Path) -> Question:
             raise CourseError(f"{path}: only doctest suites without setup or teardown can be graded.")
         raw_cases += suite.get("cases", [])
     points = _case_points(spec.get("points"), [case.get("points") for case in raw_cases])
+    cases = []
     try:
-        cases = [
-            Case(
-                spec["name"],
-                i,
-                doctest_to_source(case["code"], f"{path.name} case {i}"),
-                bool(case.get("hidden")),
-                p,
-            )
-            for i, (case, p) in enumerate(zip(raw_cases, points))
-        ]
-    except ValueError as error:
+        for i, (case, p) in enumerate(zip(raw_cases, points)):
+            where = f"{path.name} case {i}"
+            code = doctest_to_source(case["code"], where)
+            cases.append(Case(spec["name"], i, code, bool(case.get("hidden")), p, _parts(code, where)))
+    except (ValueError, SyntaxError) as error:
         raise CourseError(str(error)) from None
     return Question(spec["name"], float(sum(points)), cases, bool(spec.get("all_or_nothing", False)))
+
+
+def _parts(code: str, where: str) -> Parts | None:
+    try:
+        return split_case(code, where)
+    except ValueError:
+        return None
 
 
 def _case_points(total, given: list) -> list[float]:

@@ -1,18 +1,54 @@
 """What an answer cell reaches for, read from its source before it runs (flags for the instructor).
 
 An exercise's answer is a few lines of PyTorch; none of them needs the operating system, the
-interpreter's internals or the grader. `review_answer(source)` lists what a cell reaches for
-beyond that, one short phrase each ("imports ctypes", "assigns torch.testing.assert_close",
-"defines __eq__ on a class"). The grader reports these as flags for review; they never change a
-score by themselves. Read statically, outside the sandbox, they cannot be hidden by the submission
-(obfuscation such as `eval` or `__import__` is itself a flag). The worker adds what an audit hook
-sees at run time.
+interpreter's internals or the grader. `review_answer(source)` lists what a cell reaches for beyond
+that, one short phrase each ("imports ctypes", "assigns torch.testing.assert_close", "defines __eq__
+on a class"), at most `MAX_FLAGS` and then one "and N more". The grader reports these as flags for
+review; they never change a score by themselves. The worker adds what an audit hook sees at run time.
+
+What it catches, wherever the names come from (an alias, an assignment, `getattr` with a literal
+name, `sys.modules[...]`, a function's parameter the cell passes a module to):
+- imports of system and grading modules, of torch's overrides, kernels library and private parts;
+  `sys`, `os`, `gc`, `inspect`, `builtins` ... reached as an attribute of another module
+  (`logging.sys`); the call stack (`_getframe`, `currentframe`), trace and profile functions,
+  garbage collector walks, the import machinery (`meta_path`, classes with `find_spec`);
+- interpreter internals (`__globals__`, `__closure__`, `f_back`, `co_consts`, `__wrapped__`, ...)
+  as attributes, as literal names given to `getattr` and the like, or inside any string;
+- attribute names built at run time (`getattr(x, "f_" + "back")`, `vars(x)[name]`, `getattr` passed
+  around as a value);
+- writes to an imported module's or a library class's attributes (`assigns torch.isclose`,
+  `deletes ...`), classes and functions built at run time (`type(name, bases, namespace)`,
+  `types.FunctionType`), torch function and dispatch modes, functions relabelled through
+  `__module__`, `__qualname__` or `functools.wraps`, the IPython shell's own objects;
+- `eval`, `exec`, `compile`, `__import__`, `setattr`, `open`, shell escapes and magics, classes that
+  redefine comparison or `__torch_function__`, redefined built-ins, paths such as `/proc`.
+
+An alias is judged by what it names: `import torch as tt` and `tt.randn(...)` are as ordinary as
+`torch.randn(...)`; `import os as o` is "imports os".
+
+What a static review cannot see: what exists only at run time. It follows a module through imports,
+assignments, default values, `getattr` with a literal name, `sys.modules[...]` and the cell's own
+function calls; not through what a library call returns, a container, a lambda's parameter or a
+name another cell bound. A name assembled at run time is flagged as computed, never resolved. Code
+a library runs on the answer's behalf (a hook, a callback, a string it evaluates) shows only as the
+call that hands it over. So the flags make a suspicious answer visible to the instructor; they do
+not prove an unflagged answer honest, and no score may rest on them.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import re
+
+MAX_FLAGS = 50
+MAX_FLAG_CHARS = 120
+TOO_DEEP = "is nested too deeply to read"
+COMPUTED_READ = "reads an attribute by a computed name"
+COMPUTED_WRITE = "sets an attribute by a computed name"
+BUILDS_CLASS = "builds a class at run time"
+BUILDS_FUNCTION = "builds a function at run time"
+RELABELS = "relabels a function"
 
 SYSTEM_MODULES = frozenset(
     {
@@ -67,14 +103,23 @@ SYSTEM_MODULES = frozenset(
         "urllib",
         "http",
         "requests",
+        "pkgutil",
+        "pydoc",
+        "zipimport",
+        "__main__",
+        "pytest",  # `pytest.approx(..., abs=1e9)` equals anything
+        "_pytest",
+        "mock",
     }
 )
 GRADER_MODULES = ("effitrain_lessons.course",)
-MODULE_NAMES = (
-    frozenset(
-        {
+# Names an answer may use without importing them (the lesson's cells import them): what they name.
+KNOWN_NAMES = {
+    **{name: name for name in SYSTEM_MODULES},
+    **{
+        name: name
+        for name in (
             "torch",
-            "np",
             "numpy",
             "transformers",
             "accelerate",
@@ -84,9 +129,34 @@ MODULE_NAMES = (
             "operator",
             "itertools",
             "collections",
-        }
-    )
-    | SYSTEM_MODULES
+            "logging",
+            "warnings",
+        )
+    },
+    "np": "numpy",
+    "nn": "torch.nn",
+    "F": "torch.nn.functional",
+    "get_ipython": "IPython.get_ipython",
+}
+# Modules whose name, as an attribute of another module, is a way to reach them unseen (also with a
+# leading underscore: `collections._sys`).
+REACHED_THROUGH = frozenset(
+    {
+        "sys",
+        "os",
+        "gc",
+        "inspect",
+        "builtins",
+        "ctypes",
+        "subprocess",
+        "importlib",
+        "threading",
+        "_thread",
+        "marshal",
+        "pickle",
+        "posix",
+        "traceback",
+    }
 )
 RISKY_CALLS = frozenset(
     {
@@ -114,32 +184,153 @@ INTERNALS = frozenset(
         "__dict__",
         "__class__",
         "__subclasses__",
+        "__base__",
         "__bases__",
         "__mro__",
+        "mro",
         "__builtins__",
+        "__import__",
         "__self__",
         "__func__",
+        "__wrapped__",
+        "__get__",
+        "__objclass__",
         "__defaults__",
         "__kwdefaults__",
         "__loader__",
         "__spec__",
+        "cell_contents",
         "f_back",
         "f_globals",
         "f_locals",
         "f_builtins",
+        "f_code",
+        "f_trace",
         "gi_frame",
+        "gi_code",
+        "gi_yieldfrom",
         "cr_frame",
+        "cr_code",
+        "cr_await",
         "ag_frame",
+        "ag_code",
         "tb_frame",
         "tb_next",
         "__traceback__",
         "co_code",
+        "co_consts",
+        "co_names",
+        "co_varnames",
+        "co_freevars",
+        "co_cellvars",
+        "co_filename",
+        "co_name",
+        "co_qualname",
         "__getattribute__",
         "__setattr__",
+        "__delattr__",
         "__init_subclass__",
         "__set_name__",
+        "__array_interface__",
+        "__array_struct__",
+        "__cuda_array_interface__",
     }
 )
+# Attribute names, each a way into what the tests run on, and the phrase that names it.
+STACK = frozenset(
+    {
+        "_getframe",
+        "_getframemodulename",
+        "_current_frames",
+        "_current_exceptions",
+        "currentframe",
+        "getouterframes",
+        "getinnerframes",
+        "walk_stack",
+        "walk_tb",
+    }
+)
+TRACING = frozenset(
+    {
+        "settrace",
+        "setprofile",
+        "settrace_all_threads",
+        "setprofile_all_threads",
+        "call_tracing",
+        "addaudithook",
+    }
+)
+GC_WALKS = frozenset({"get_objects", "get_referrers", "get_referents"})
+IMPORT_MACHINERY = frozenset(
+    {"meta_path", "path_hooks", "path_importer_cache", "MetaPathFinder", "PathEntryFinder", "SourceLoader"}
+)
+FINDER_METHODS = frozenset({"find_spec", "find_module", "exec_module", "create_module", "load_module"})
+TORCH_MODES = frozenset({"TorchFunctionMode", "TorchDispatchMode", "BaseTorchFunctionMode"})
+TORCH_OVERRIDES = TORCH_MODES | frozenset(
+    {
+        "__torch_function__",
+        "__torch_dispatch__",
+        "_push_on_torch_function_stack",
+        "_pop_torch_function_stack",
+        "_push_on_torch_dispatch_stack",
+        "_pop_torch_dispatch_stack",
+        "_set_torch_function_mode",
+        "enable_torch_function_mode",
+        "push_torch_function_mode",
+        "handle_torch_function",
+        "has_torch_function",
+        "DisableTorchFunction",
+        "DisableTorchFunctionSubclass",
+        "_disabled_torch_function_impl",
+        "_DisableTorchDispatch",
+        "_EnableTorchFunction",
+        "_python_dispatch",
+        "py_impl",
+    }
+)
+GLOBAL_HOOKS = frozenset(
+    {
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+        "register_module_backward_hook",
+        "register_module_full_backward_hook",
+        "register_module_full_backward_pre_hook",
+        "register_module_buffer_registration_hook",
+        "register_module_module_registration_hook",
+        "register_module_parameter_registration_hook",
+        "excepthook",
+        "displayhook",
+        "breakpointhook",
+        "unraisablehook",
+    }
+)
+LABELS = frozenset({"__module__", "__qualname__", "__name__"})
+CONTEXT_BY_HAND = frozenset({"__enter__", "__exit__"})
+# Functions that take an attribute's name: where the name sits among their arguments.
+NAME_TAKERS = {
+    "builtins.getattr": (1,),
+    "builtins.setattr": (1,),
+    "builtins.delattr": (1,),
+    "inspect.getattr_static": (1,),
+    "operator.attrgetter": None,  # every argument
+    "operator.methodcaller": (0,),
+}
+SETTERS = frozenset({"builtins.setattr", "builtins.delattr"})
+CLASS_BUILDERS = frozenset(
+    {
+        "builtins.type",
+        "types.new_class",
+        "types.prepare_class",
+        "builtins.type.__new__",
+        "builtins.type.__call__",
+    }
+)
+FUNCTION_BUILDERS = frozenset(
+    {"types.FunctionType", "types.LambdaType", "types.CodeType", "types.MethodType"}
+)
+IMPORTERS = frozenset({"builtins.__import__", "importlib.import_module", "importlib.__import__"})
+# Methods a class may define that the tests would call unseen: comparisons and what a tolerance check
+# computes (`abs(a - b)`), conversions, copies, finalizers, torch and NumPy protocols.
 COMPARISON_DUNDERS = frozenset(
     {
         "__eq__",
@@ -164,12 +355,36 @@ COMPARISON_DUNDERS = frozenset(
         "__torch_dispatch__",
         "__array__",
         "__array_function__",
+        "__array_interface__",
+        "__array_ufunc__",
+        "__array_wrap__",
+        "__array_finalize__",
+        "__sub__",
+        "__rsub__",
+        "__abs__",
+        "__neg__",
+        "__round__",
+        "__del__",
+        "__init_subclass__",
+        "__set_name__",
+        "__copy__",
+        "__deepcopy__",
+        "__reduce__",
+        "__reduce_ex__",
     }
 )
 SHELL_MAGICS = frozenset({"system", "getoutput", "run_line_magic", "run_cell_magic"})
 BENIGN_MAGICS = frozenset({"time", "timeit", "matplotlib", "pinfo", "who", "whos"})
+CODE_MAGICS = frozenset({"time", "timeit", "capture"})  # they run the Python they are given: read it too
 BUILTIN_NAMES = frozenset(name for name in dir(builtins) if not name.startswith("_"))
 PATH_MARKERS = ("/proc", "/sys/", "/etc/", "/root", "/home", "/work", "/dev/", "/usr/", "../", "~/")
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SHELL = "IPython.shell"  # what `get_ipython()` returns
+# Built-ins that stand for themselves even where the cell binds their name (an attack would shadow
+# them to pass unseen); the other risky ones only where the cell does not (`input` as a parameter).
+ALWAYS_BUILTINS = frozenset(
+    {"getattr", "setattr", "delattr", "eval", "exec", "__import__", "type", "vars", "globals", "locals"}
+)
 
 
 def python_source(source: str) -> str:
@@ -190,85 +405,458 @@ def parse(source: str) -> ast.Module | None:
 
 
 def review_answer(source: str) -> list[str]:
-    """What the answer cell reaches for, beyond a plain answer (empty for an ordinary answer)."""
-    tree = parse(source)
-    if tree is None:
+    """What the answer cell reaches for, beyond a plain answer (empty for an ordinary answer).
+
+    A cell that is not Python gets no flag (it fails to run, in the worker as here); one too deeply
+    nested to read gets one.
+    """
+    try:
+        tree = ast.parse(python_source(source))
+    except (SyntaxError, ValueError):
         return []
+    except (RecursionError, MemoryError):
+        return [TOO_DEEP]
     found: list[str] = []
-    aliases: set[str] = set(MODULE_NAMES)
 
     def note(what: str) -> None:
+        what = _printable(what)
         if what not in found:
             found.append(what)
 
     try:
-        nodes = list(ast.walk(tree))
-    except RecursionError:
-        return ["is nested too deeply to read"]
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                _note_import(alias.name, note)
-                aliases.add((alias.asname or alias.name).split(".")[0])
-        elif isinstance(node, ast.ImportFrom):
-            _note_import(node.module or "", note)
-            for alias in node.names:
-                if alias.name == "*":
-                    note(f"imports * from {node.module}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in RISKY_CALLS:
-            if node.func.id == "get_ipython":
-                continue  # judged with the magic it runs, below
-            note(f"calls {node.func.id}()")
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in SHELL_MAGICS
-        ):
-            magic = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
-            if node.func.attr in ("system", "getoutput"):
-                note("runs shell commands (!)")
-            elif magic not in BENIGN_MAGICS:
-                note(f"runs the magic %{magic}" if isinstance(magic, str) else "runs a magic")
-        elif isinstance(node, ast.Name) and node.id in ("__builtins__", "__import__"):
-            note(f"uses {node.id}")
-        elif isinstance(node, ast.Attribute) and node.attr in INTERNALS:
-            note(f"reaches into {node.attr}")
-        elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign)):
-                    names = (
-                        [item.name]
-                        if not isinstance(item, ast.Assign)
-                        else [t.id for t in item.targets if isinstance(t, ast.Name)]
-                    )
-                    for name in names:
-                        if name in COMPARISON_DUNDERS:
-                            note(f"defines {name} on a class")
-            if node.keywords:
-                note("defines a class with a metaclass")
-        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
-            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
-            for target in targets:
-                for leaf in _leaves(target):
-                    root = _root(leaf)
-                    if isinstance(leaf, (ast.Attribute, ast.Subscript)) and root in aliases:
-                        note(f"{'deletes' if isinstance(node, ast.Delete) else 'assigns'} {_dotted(leaf)}")
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
-            text = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
-            for marker in PATH_MARKERS:
-                if marker in text:
-                    note(f"names the path {marker}")
-    for name in sorted(_top_level_bindings(tree) & BUILTIN_NAMES):
-        note(f"redefines the built-in {name}")
+        _Review(tree, note).run()
+    except (RecursionError, MemoryError):
+        note(TOO_DEEP)
+    if len(found) > MAX_FLAGS:
+        found[MAX_FLAGS:] = [f"and {len(found) - MAX_FLAGS} more"]
     return found
 
 
-def _note_import(module: str, note) -> None:
-    top = module.split(".")[0]
-    if module.startswith(GRADER_MODULES):
-        note(f"imports the grader ({module})")
-    elif top in SYSTEM_MODULES:
-        note(f"imports {top}")
+class _Review:
+    """One pass over a cell's syntax tree, after learning what each name of the cell stands for."""
+
+    def __init__(self, tree: ast.Module, note):
+        self.tree, self.note = tree, note
+        self.nodes = list(ast.walk(tree))
+        self.called = {id(node.func) for node in self.nodes if isinstance(node, ast.Call)}
+        self.bound = _bound_names(self.nodes)
+        builtin = ALWAYS_BUILTINS | (RISKY_CALLS - self.bound - {"get_ipython"})
+        self.names = {**{name: f"builtins.{name}" for name in builtin}, **KNOWN_NAMES}
+        self.names["__builtins__"] = "builtins"
+        self._learn_names()
+
+    # --- what names stand for ----------------------------------------------------------------
+
+    def _learn_names(self) -> None:
+        """Follow imports, assignments, defaults and calls of the cell's own functions, to a fixed point."""
+        functions = {
+            node.name: node
+            for node in self.nodes
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        for node in self.nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.names[alias.asname] = alias.name
+                    else:
+                        top = alias.name.split(".")[0]
+                        self.names[top] = top
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    if alias.name != "*":
+                        self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        for _ in range(5):
+            before = dict(self.names)
+            for node in self.nodes:
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        self._bind(target, node.value)
+                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    self._bind(node.target, node.value)
+                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                    if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
+                        for element in node.iter.elts:
+                            self._bind(node.target, element)
+                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    arguments = node.args
+                    positional = [*arguments.posonlyargs, *arguments.args]
+                    for arg, default in zip(
+                        positional[len(positional) - len(arguments.defaults) :], arguments.defaults
+                    ):
+                        self._bind_name(arg.arg, default)
+                    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+                        if default is not None:
+                            self._bind_name(arg.arg, default)
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id in functions
+                ):
+                    arguments = functions[node.func.id].args
+                    positional = [*arguments.posonlyargs, *arguments.args]
+                    for arg, value in zip(positional, node.args):
+                        self._bind_name(arg.arg, value)
+                    by_name = {arg.arg for arg in [*positional, *arguments.kwonlyargs]}
+                    for keyword in node.keywords:
+                        if keyword.arg in by_name:
+                            self._bind_name(keyword.arg, keyword.value)
+            if self.names == before:
+                break
+
+    def _bind(self, target, value) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
+            for element, item in zip(target.elts, value.elts):
+                self._bind(element, item)
+        elif isinstance(target, ast.Name):
+            self._bind_name(target.id, value)
+
+    def _bind_name(self, name: str, value) -> None:
+        path = self.path(value)
+        if path is not None and name not in self.names:
+            self.names[name] = path
+
+    def path(self, node) -> str | None:
+        """The dotted name an expression stands for (`tt.testing` -> "torch.testing"), if it is known."""
+        suffix: list[str] = []
+        while True:
+            if isinstance(node, ast.Attribute):
+                suffix.append(node.attr)
+                node = node.value
+            elif isinstance(node, ast.Name):
+                base = self.names.get(node.id)
+                break
+            elif isinstance(node, ast.Subscript):
+                key = _literal(node.slice)
+                inner = self.path(node.value)
+                if key is None or inner is None:
+                    return None
+                if inner == "sys.modules":
+                    base = key
+                elif inner.endswith(".__dict__"):
+                    base = f"{inner.removesuffix('.__dict__')}.{key}"
+                else:
+                    return None
+                break
+            elif isinstance(node, ast.Call):
+                function = self.path(node.func)
+                first = _literal(node.args[0]) if node.args else None
+                if function == "builtins.getattr" and len(node.args) >= 2 and _literal(node.args[1]):
+                    suffix.append(_literal(node.args[1]))
+                    node = node.args[0]
+                elif function == "builtins.vars" and len(node.args) == 1:
+                    suffix.append("__dict__")
+                    node = node.args[0]
+                elif function in IMPORTERS and first:
+                    base = first.split(".")[0] if function.endswith("__import__") else first
+                    break
+                elif function == "IPython.get_ipython":
+                    base = SHELL
+                    break
+                else:
+                    return None
+            else:
+                return None
+        if base is None:
+            return None
+        return ".".join([base, *reversed(suffix)])
+
+    # --- the checks --------------------------------------------------------------------------
+
+    def run(self) -> None:
+        for node in self.nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self._import(alias.name)
+            elif isinstance(node, ast.ImportFrom):
+                self._import_from(node)
+            elif isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Name):
+                self._name(node)
+            elif isinstance(node, ast.Attribute):
+                self._attribute(node)
+            elif isinstance(node, ast.Subscript):
+                self._subscript(node)
+            elif isinstance(node, ast.ClassDef):
+                self._class(node)
+            elif isinstance(node, ast.Dict):
+                for key in node.keys:
+                    if _literal(key) in LABELS:
+                        self.note(RELABELS)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+                self._string(node.value)
+        for name in sorted(_top_level_bindings(self.tree) & BUILTIN_NAMES):
+            self.note(f"redefines the built-in {name}")
+
+    def _import(self, module: str) -> None:
+        top = module.split(".")[0]
+        if module.startswith(GRADER_MODULES):
+            self.note(f"imports the grader ({module})")
+        elif top in SYSTEM_MODULES:
+            self.note(f"imports {top}")
+        self._dotted_path(module)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        self._import(module)
+        for alias in node.names:
+            if alias.name == "*":
+                self.note(f"imports * from {module}")
+            else:
+                self._attribute_name(alias.name)
+                if module and not node.level:
+                    full = f"{module}.{alias.name}"
+                    if module.startswith(GRADER_MODULES):
+                        self._dotted_path(full)  # the grader is named once, by its module
+                    else:
+                        self._import(full)  # `from effitrain_lessons import course`
+
+    def _dotted_path(self, path: str) -> None:
+        """What a dotted name reaches: another module's `sys`, torch's overrides or internals."""
+        parts = path.split(".")
+        for part in parts[1:]:
+            self._reached_through(part)
+        if parts[0] != "torch":
+            return
+        if parts[1:2] == ["overrides"]:
+            self.note("uses torch's override machinery (torch.overrides)")
+        elif parts[1:2] == ["library"]:
+            self.note("registers torch kernels (torch.library)")
+        for index, part in enumerate(parts[1:], start=1):
+            if part.startswith("_") and not part.startswith("__"):
+                self.note(f"reaches torch internals ({'.'.join(parts[: index + 1])})")
+                break
+
+    def _reached_through(self, name: str) -> None:
+        module = name if name in REACHED_THROUGH else name.lstrip("_")
+        if module in REACHED_THROUGH:
+            self.note(f"reaches {module} through another module")
+
+    def _attribute_name(self, name: str, writes: bool = False) -> None:
+        """Checks on an attribute's name alone, however it is reached (`.name`, `getattr(x, "name")`)."""
+        if name in INTERNALS:
+            self.note(f"reaches into {name}")
+        if name in STACK:
+            self.note(f"reads the call stack ({name})")
+        if name in TRACING:
+            self.note(f"sets a trace function ({name})")
+        if name in GC_WALKS:
+            self.note(f"walks the garbage collector ({name})")
+        if name in IMPORT_MACHINERY:
+            self.note(f"reaches the import machinery ({name})")
+        if name in TORCH_OVERRIDES:
+            self.note(f"uses torch's override machinery ({name})")
+        if name in GLOBAL_HOOKS:
+            self.note(f"registers a global hook ({name})")
+        if writes and name in LABELS:
+            self.note(RELABELS)
+
+    def _attribute(self, node: ast.Attribute) -> None:
+        writes = isinstance(node.ctx, (ast.Store, ast.Del))
+        self._attribute_name(node.attr, writes)
+        self._reached_through(node.attr)
+        if node.attr in CONTEXT_BY_HAND:
+            self.note(f"calls {node.attr} by hand")
+        owner = self.path(node.value)
+        if owner is not None:
+            self._dotted_path(f"{owner}.{node.attr}")
+            if f"{owner}.{node.attr}".startswith(GRADER_MODULES) and not owner.startswith(GRADER_MODULES):
+                self.note(f"reaches the grader ({GRADER_MODULES[0]})")
+            if owner == SHELL and node.attr not in SHELL_MAGICS:
+                self.note(f"uses the IPython shell ({node.attr})")
+            if owner == "sys" and node.attr == "monitoring":
+                self.note("sets a trace function (monitoring)")
+        if writes:
+            verb = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
+            if owner is not None:
+                self.note(f"{verb} {owner}.{node.attr}")
+            elif self._library_class(node.value):
+                self.note(f"{verb} {_dotted(node)}")
+
+    def _library_class(self, node) -> bool:
+        """A class the cell did not define, named by a capitalised global (`Accelerator`)."""
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        return isinstance(root, ast.Name) and root.id[:1].isupper() and root.id not in self.bound
+
+    def _subscript(self, node: ast.Subscript) -> None:
+        owner = self.path(node.value)
+        namespace = (isinstance(node.value, ast.Attribute) and node.value.attr == "__dict__") or (
+            isinstance(node.value, ast.Call)
+            and self.path(node.value.func) in ("builtins.vars", "builtins.globals", "builtins.locals")
+        )
+        if namespace or (owner is not None and owner.endswith(".__dict__")):
+            key = _literal(node.slice)
+            if key is None:
+                self.note(COMPUTED_WRITE if isinstance(node.ctx, ast.Store) else COMPUTED_READ)
+            else:
+                self._attribute_name(key, isinstance(node.ctx, ast.Store))
+        if isinstance(node.ctx, (ast.Store, ast.Del)) and owner is not None:
+            # A module itself has no items: `signal[0] = x` is a learner's array named `signal`.
+            if not isinstance(node.value, ast.Name) or owner.endswith(".__dict__") or owner == "sys.modules":
+                self.note(f"{'deletes' if isinstance(node.ctx, ast.Del) else 'assigns'} {owner}[...]")
+
+    def _name(self, node: ast.Name) -> None:
+        if node.id in ("__builtins__", "__import__"):
+            self.note(f"uses {node.id}")
+        if node.id in TORCH_OVERRIDES:
+            self.note(f"uses torch's override machinery ({node.id})")
+        meaning = self.names.get(node.id)
+        if isinstance(node.ctx, ast.Load) and id(node) not in self.called:
+            if meaning in NAME_TAKERS and meaning.startswith("builtins."):
+                self.note(COMPUTED_READ)  # `reduce(getattr, names, frame)`: names given elsewhere
+            elif meaning in ("builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__"):
+                self.note(f"uses {node.id}")
+            elif meaning in ("IPython.get_ipython", SHELL):
+                self.note("uses the IPython shell")
+
+    def _call(self, node: ast.Call) -> None:
+        function = self.path(node.func)
+        if isinstance(node.func, ast.Name) and node.func.id in RISKY_CALLS and node.func.id != "get_ipython":
+            self.note(f"calls {node.func.id}()")
+        elif function and function.startswith("builtins.") and function[9:] in RISKY_CALLS:
+            self.note(f"calls {function[9:]}()")  # under another name
+        if isinstance(node.func, ast.Attribute) and node.func.attr in SHELL_MAGICS:
+            magic = _literal(node.args[0]) if node.args else None
+            if node.func.attr in ("system", "getoutput"):
+                self.note("runs shell commands (!)")
+            elif magic not in BENIGN_MAGICS:
+                self.note(f"runs the magic %{magic}" if magic is not None else "runs a magic")
+            if magic in CODE_MAGICS:
+                for argument in node.args[1:]:
+                    code = _magic_code(_literal(argument) or "")
+                    for what in review_answer(code) if code else []:
+                        self.note(what)
+        if function in NAME_TAKERS:
+            self._name_taker(node, function)
+        spread = node.keywords or any(isinstance(a, ast.Starred) for a in node.args)
+        if function in CLASS_BUILDERS and (function != "builtins.type" or len(node.args) != 1 or spread):
+            self.note(BUILDS_CLASS)
+        elif function in FUNCTION_BUILDERS:
+            self.note(BUILDS_FUNCTION)
+        elif (
+            len(node.args) == 3
+            and isinstance(node.args[1], ast.Tuple)
+            and (
+                isinstance(node.args[2], ast.Dict)
+                or (isinstance(node.args[2], ast.Call) and _dotted(node.args[2].func) == "dict")
+            )
+        ):
+            self.note(BUILDS_CLASS)  # a metaclass called as `Meta(name, bases, namespace)`
+        if function in ("functools.wraps", "functools.update_wrapper"):
+            wrapped = node.args[-1] if node.args else None
+            if wrapped is not None and self.path(wrapped) is not None:
+                self.note(RELABELS)  # dresses a function as the library's own
+
+    def _name_taker(self, node: ast.Call, function: str) -> None:
+        positions = NAME_TAKERS[function]
+        names = (
+            list(node.args) if positions is None else [node.args[i] for i in positions if i < len(node.args)]
+        )
+        names += [k.value for k in node.keywords if k.arg == "name"]
+        setter = function in SETTERS
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            self.note(COMPUTED_WRITE if setter else COMPUTED_READ)
+        for argument in names:
+            name = _literal(argument)
+            if name is None:
+                self.note(COMPUTED_WRITE if setter else COMPUTED_READ)
+                continue
+            for part in name.split(".") if function == "operator.attrgetter" else [name]:
+                self._attribute_name(part, writes=setter)
+                self._reached_through(part)
+        if setter and len(node.args) >= 2 and _literal(node.args[1]) is not None:
+            owner = self.path(node.args[0])
+            verb = "deletes" if function == "builtins.delattr" else "assigns"
+            if owner is not None:
+                self.note(f"{verb} {owner}.{_literal(node.args[1])}")
+            elif self._library_class(node.args[0]):
+                self.note(f"{verb} {_dotted(node.args[0])}.{_literal(node.args[1])}")
+        if function == "builtins.getattr" and node.args:
+            owner = self.path(node.args[0])
+            name = _literal(node.args[1]) if len(node.args) > 1 else None
+            if owner is not None and name is not None:
+                self._dotted_path(f"{owner}.{name}")
+
+    def _class(self, node: ast.ClassDef) -> None:
+        for base in node.bases:
+            base_path = self.path(base) or _dotted(base)
+            if base_path.rsplit(".", 1)[-1] in TORCH_MODES:
+                self.note("defines a torch function mode")
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = [item.name]
+            elif isinstance(item, ast.Assign):
+                names = [leaf.id for t in item.targets for leaf in _leaves(t) if isinstance(leaf, ast.Name)]
+            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names = [item.target.id]
+            else:
+                continue
+            for name in names:
+                if name in COMPARISON_DUNDERS:
+                    self.note(f"defines {name} on a class")
+                if name in FINDER_METHODS:
+                    self.note("defines an import finder")
+                if name in LABELS:
+                    self.note("relabels a class")
+        if node.keywords:
+            self.note("defines a class with a metaclass")
+
+    def _string(self, value: str | bytes) -> None:
+        text = value if isinstance(value, str) else value.decode("latin-1")
+        for marker in PATH_MARKERS:
+            if marker in text:
+                self.note(f"names the path {marker}")
+        if GRADER_MODULES[0] in text:
+            self.note(f"names the grader ({GRADER_MODULES[0]})")
+        if "_" in text or any(word in text for word in ("mro", "TorchFunctionMode", "TorchDispatchMode")):
+            for word in set(WORD.findall(text)):
+                self._attribute_name(word)
+
+
+def _magic_code(line: str) -> str | None:
+    """The Python in a magic's line or cell (`-n 1 -r 1 x = f()` -> `x = f()`), or None."""
+    for _ in range(12):
+        try:
+            ast.parse(line)
+            return line
+        except SyntaxError:
+            _option, _, line = line.strip().partition(" ")
+            if not line:
+                return None
+        except (ValueError, RecursionError, MemoryError):
+            return line  # the review says what it makes of it
+    return None
+
+
+def _literal(node) -> str | None:
+    """The string a node spells out literally, or None when it is built at run time."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def _printable(text: str) -> str:
+    """A flag as one short line: control characters escaped, long names cut."""
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return text if len(text) <= MAX_FLAG_CHARS else text[: MAX_FLAG_CHARS - 3] + "..."
+
+
+def _bound_names(nodes) -> set[str]:
+    """Every name the cell binds anywhere: assignments, parameters, imports, functions, classes."""
+    bound = set()
+    for node in nodes:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return bound
 
 
 def _leaves(target):
@@ -281,19 +869,12 @@ def _leaves(target):
         yield target
 
 
-def _root(node) -> str | None:
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
 def _dotted(node) -> str:
     parts = []
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         parts.append(node.attr if isinstance(node, ast.Attribute) else "[...]")
         node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
+    parts.append(node.id if isinstance(node, ast.Name) else "(...)")
     return ".".join(reversed(parts)).replace(".[...]", "[...]")
 
 

@@ -4,16 +4,23 @@ Started by the grader as `python -I -m effitrain_lessons.course.worker` (isolate
 scratch folder nor any environment variable is put on `sys.path`). It reads JSON lines on standard
 input and writes JSON lines to the report pipe (`EFFITRAIN_REPORT_FD`):
 
-    grader -> worker   {"cells": [{"id", "kind": "lesson"|"answer"|"check", "question", "source"}]}
+    grader -> worker   {"cells": [{"id", "kind": "lesson"|"answer"|"check", "question", "source"}],
+                        "nonce": SESSION}
     worker -> grader   {"event": "cell", "id", "ok", "error"}  after each lesson or answer cell
                        {"event": "flag", "cell", "what"}       something an answer reached for
                        {"event": "tests", "question"}          at a check cell: send its public cases
                        {"event": "cells-done"}                 every cell ran: send the hidden cases
-    grader -> worker   {"case": NONCE, "question", "code"} ... {"continue": true} | {"finish": true}
-    worker -> grader   {"event": "case", "nonce": NONCE, "passed", "message"}
+    grader -> worker   {"case": NONCE, "question", "code", "result": NAME} ... {"continue": true}
+                       | {"finish": true}
+    worker -> grader   {"event": "case", "nonce": NONCE, "data", "error", "changed"}
 
-The grader sends one case at a time, each with a fresh nonce, and hidden cases only after every
-answer cell and public case has run, so nothing a submission prints can contain hidden test code.
+Every message the worker sends carries a nonce: the session's, or the case's for a case's data; the
+grader drops any other. A case's `code` is the part of a graded case that must run beside the answer
+(`effitrain_lessons.judging`); the worker runs it and sends back the variable `result` names as
+plain data, `encode`d. It never learns what the data is compared with, and never says whether a case
+passed: the grader judges. The grader sends one case at a time, each with a fresh nonce, and hidden
+cases only after every answer cell and public case has run, so nothing a submission prints can
+contain hidden test code.
 
 The worker trusts nothing learner code can reach. Its machinery is built by `_machinery()` before
 any learner code runs: every function, built-in and piece of state it uses is a local of that
@@ -33,6 +40,8 @@ import json
 import os
 import sys
 import types
+
+from effitrain_lessons.judging import encode
 
 # Modules whose attributes tests rely on: snapshotted around every answer cell and test case.
 WATCHED_EXACT = (
@@ -57,6 +66,8 @@ WATCHED_PREFIXES = (
     "torch.autograd",
     "torch.distributed",
     "torch.utils.flop_counter",
+    "torch.utils._python_dispatch",
+    "torch.overrides",
     "accelerate",
     "json",
     "doctest",
@@ -179,11 +190,12 @@ def _machinery(report_fd: int):
     )
     getattr_, setattr_, delattr_, frozenset_ = getattr, setattr, delattr, frozenset
     BaseException_ = BaseException
-    ModuleType, FunctionType, MethodType, PartialType = (
+    ModuleType, FunctionType, MethodType, PartialType, CodeType = (
         types.ModuleType,
         types.FunctionType,
         types.MethodType,
         functools.partial,
+        types.CodeType,
     )
     modules, builtins_module, builtins_dict = sys.modules, builtins, builtins.__dict__
     getframe = sys._getframe
@@ -200,10 +212,21 @@ def _machinery(report_fd: int):
         PROC_PRIVATE,
     )
 
-    state = {"inbox": b"", "watching": None, "in_hook": False, "shell_builtins": {}}
+    encode_ = encode
+    state = {
+        "inbox": b"",
+        "watching": None,
+        "in_hook": False,
+        "shell_builtins": {},
+        "nonce": "",
+        "pristine": None,
+        "mode_stacks": [],
+        "answer_files": {},
+    }
     flagged = set_()
 
     def send(message):
+        message.setdefault("nonce", state["nonce"])
         data = (dumps(message, ensure_ascii=True) + "\n").encode("ascii")
         while data:
             data = data[write(report_fd, data) :]
@@ -225,12 +248,29 @@ def _machinery(report_fd: int):
     # --- what answer code reaches for ----------------------------------------------------------
 
     def importing():
+        """Whether the event was raised while importing, with no answer's code between the event and
+        the import machinery (a learner's import finder or loader is not exempt)."""
+        files = state["answer_files"]
         frame = getframe(2)
         while frame is not None:
-            if frame.f_code.co_filename.startswith("<frozen importlib"):
+            filename = frame.f_code.co_filename
+            if filename.startswith("<frozen importlib"):
                 return True
+            if filename in files:
+                return False
             frame = frame.f_back
         return False
+
+    def answer_on_stack():
+        """The answer cell whose code is on the stack (a hook or callback it left), or None."""
+        files = state["answer_files"]
+        frame = getframe(3)
+        while frame is not None:
+            cell = files.get(frame.f_code.co_filename)
+            if cell is not None:
+                return cell
+            frame = frame.f_back
+        return None
 
     def audit(event, args):
         watching = state["watching"]
@@ -238,8 +278,16 @@ def _machinery(report_fd: int):
             return
         state["in_hook"] = True
         try:
+            if event == "exec" and watching not in ("lesson",) and not watching.startswith("test "):
+                filename = args[0].co_filename if args and type_(args[0]) is CodeType else ""
+                # the answer cell's code, not a library's generated code (dataclasses, namedtuples)
+                if filename and filename != "<string>" and not filename.startswith(library):
+                    state["answer_files"][filename] = watching
+                return
             what = judge(event, args, watching.startswith("test "))
-            if what:
+            if what and watching == "lesson":
+                watching = answer_on_stack()
+            if what and watching:
                 flag(watching, what)
         except BaseException_:
             pass
@@ -306,14 +354,21 @@ def _machinery(report_fd: int):
 
     def harmless(key, old, new, before):
         """A library going about its business: private state that is not a function or class, a
-        library's wrapper around the same function, or a library function from a module first
+        library's wrapper around the same function, or a library function defined in a module first
         imported since the snapshot (a library that patches another on import, as torch.package
-        does with inspect.getfile)."""
+        does with inspect.getfile). Where a function was defined is read from the identity of its
+        globals, never from `__module__`, which anyone can rewrite."""
         if key.startswith("_") and not callable_(old):
             return True
         if type_(new) is not FunctionType or learner_made(new):
             return False
-        return new.__dict__.get("__wrapped__") is old or new.__module__ not in before["imported"]
+        if new.__dict__.get("__wrapped__") is old:
+            return True
+        home = new.__globals__
+        return any_(
+            name not in before["imported"] and getattr_(module, "__dict__", None) is home
+            for name, module in list_(modules.items())
+        )
 
     def restore(before):
         """Put back every watched attribute that learner code changed since `before`; say what changed."""
@@ -361,6 +416,20 @@ def _machinery(report_fd: int):
         builtins_dict.update(pristine)
         return changed
 
+    def clear_modes():
+        """Leave no torch function or dispatch mode on (one an answer pushed would see every op a
+        measurement makes); say so for each."""
+        left = []
+        for length, pop, what in state["mode_stacks"]:
+            try:
+                while length() > 0:
+                    pop()
+                    left.append(what)
+            except BaseException_:  # noqa: BLE001 - a mode that refuses to go: the case's data will show it
+                left.append(what)
+                break
+        return left[:1] * bool(left)
+
     # --- running cells and cases ---------------------------------------------------------------
 
     def describe(error):
@@ -382,7 +451,7 @@ def _machinery(report_fd: int):
     def run_cell(shell, cell):
         answer = cell["kind"] == "answer"
         before = snapshot() if answer else None
-        state["watching"] = cell["id"] if answer else None
+        state["watching"] = cell["id"] if answer else "lesson"
         try:
             result = shell.run_cell(cell["source"], store_history=False, silent=False)
             error = result.error_before_exec or result.error_in_exec
@@ -402,41 +471,70 @@ def _machinery(report_fd: int):
                 namespace["__builtins__"] = builtins_module
         send({"event": "cell", "id": cell["id"], "ok": error is None, "error": describe(error)})
 
-    def run_case(namespace, code, question):
+    def run_case(namespace, code, question, result):
+        """Run a case's code in a copy of `namespace`; the variable `result` as encoded plain data."""
         env = {k: v for k, v in list_(namespace.items()) if k not in builtin_names}
         env["__builtins__"] = builtins_module
+        for what in restore(state["pristine"]) + clear_modes():
+            flag("test " + question, what + " before a test")
         before = snapshot()
         state["watching"] = "test " + question
-        passed, message = True, ""
+        data, error = None, None
         try:
             exec_(compile_(code, "<test>", "exec"), env)
-        except BaseException_ as error:  # noqa: BLE001 - any exception fails the case
-            passed, message = False, describe(error)
+        except BaseException_ as failure:  # noqa: BLE001 - any exception fails the case
+            error = failure
         finally:
             state["watching"] = None
         changed = restore(before)
-        if changed:
-            passed, message = (
-                False,
-                "the code under test changed what the tests rely on: " + "; ".join(changed[:3]),
-            )
-            for what in changed:
-                flag("test " + question, what + " during a test")
-        return passed, message
+        for what in changed:
+            flag("test " + question, what + " during a test")
+        if error is None:
+            if result not in env:
+                return None, f"NameError: name {result!r} is not defined", changed
+            try:
+                data = encode_(env[result])
+            except BaseException_ as failure:  # noqa: BLE001 - too big, or a value that broke plain()
+                error = failure
+        return data, describe(error), changed
 
     def serve_cases(namespace):
         while True:
             order = command()
             if "case" not in order:
                 return
-            passed, message = run_case(
-                namespace, str_(order.get("code", "")), str_(order.get("question", ""))
+            data, error, changed = run_case(
+                namespace,
+                str_(order.get("code", "")),
+                str_(order.get("question", "")),
+                str_(order.get("result", "got")),
             )
-            send({"event": "case", "nonce": order["case"], "passed": passed, "message": message})
+            send(
+                {
+                    "event": "case",
+                    "nonce": str_(order["case"]),
+                    "data": data,
+                    "error": error,
+                    "changed": "; ".join(changed[:3]),
+                }
+            )
 
     def main():
         sys.addaudithook(audit)
         job = command()
+        state["nonce"] = str_(job.get("nonce", ""))
+        for name in job.get("preload", []):  # what the tests measure with: loaded before any answer
+            try:
+                __import__(str_(name))
+            except BaseException_:  # noqa: BLE001 - a case that needs it will say so
+                pass
+        torch = modules.get("torch")
+        if torch is not None:
+            C = torch._C
+            state["mode_stacks"] = [
+                (C._len_torch_function_stack, C._pop_torch_function_stack, "leaves a torch function mode on"),
+                (C._len_torch_dispatch_stack, C._pop_torch_dispatch_stack, "leaves a torch dispatch mode on"),
+            ]
         sys.stdin = open(os.devnull)  # answers that ask for input get an empty line, not the grader's pipe
         from IPython.core.interactiveshell import InteractiveShell
         from traitlets.config import Config
@@ -449,6 +547,7 @@ def _machinery(report_fd: int):
         for warm_up in ("pass", "1 / 0"):  # IPython sets itself up on its first cells, not on the answers'
             shell.run_cell(warm_up, store_history=False, silent=True)
         state["shell_builtins"] = {name: shell.user_ns[name] for name in builtin_names & set_(shell.user_ns)}
+        state["pristine"] = snapshot()  # what every case starts from, whatever ran before it
         run = shell.run_cell  # bound now: a learner's change to the class later changes nothing here
         for cell in job["cells"]:
             if cell["kind"] == "check":

@@ -4,28 +4,40 @@ test = {   'name': 'q_choose_segments',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               ">>> got = {'k': choose_segments(20)}\n"
+                                               '>>> want = {}\n'
                                                '>>> stack_20 = deep_stack(n_blocks=20, width=64, seed=0)\n'
                                                '>>> measured = sweep_segments(stack_20, stack_input(stack_20, batch=16, seed=0), repeats=1)\n'
-                                               '>>> least = min((row.kept_bytes for row in measured.rows))\n'
-                                               '>>> k = choose_segments(20)\n'
+                                               ">>> want['rows'] = {str(row.k): [row.kept_bytes, row.flops] for row in measured.rows}\n"
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> k, rows = (got['k'], want['rows'])\n"
                                                ">>> assert type(k) is int and k >= 1 and (20 % k == 0), phrase('choose_segments(20) should be a whole number of segments that splits the 20 blocks "
                                                "evenly')\n"
-                                               ">>> assert measured.row(k).kept_bytes == least, phrase('another k keeps fewer activations for these 20 blocks than yours: re-read section 3, the "
-                                               "memory model n/k + k - 1')\n"
-                                               '>>> cheapest = min((r.flops for r in measured.rows if r.kept_bytes == least))\n'
-                                               ">>> assert measured.row(k).flops == cheapest, phrase('another k keeps the same memory as yours for fewer FLOPs: re-read section 3, what each "
-                                               "checkpointed segment costs')\n",
+                                               '>>> least = min((kept for kept, flops in rows.values()))\n'
+                                               ">>> assert rows[str(k)][0] == least, phrase('another k keeps fewer activations for these 20 blocks than yours: re-read section 3, the memory model n/k "
+                                               "+ k - 1')\n"
+                                               '>>> cheapest = min((flops for kept, flops in rows.values() if kept == least))\n'
+                                               ">>> assert rows[str(k)][1] == cheapest, phrase('another k keeps the same memory as yours for fewer FLOPs: re-read section 3, what each checkpointed "
+                                               "segment costs')\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> got = {str(n): choose_segments(n) for n in (12, 16, 30)}\n'
+                                               '>>> want = {}\n'
                                                '>>> for n in (12, 16, 30):\n'
                                                '...     stack_n = deep_stack(n_blocks=n, width=32, seed=1)\n'
                                                '...     measured = sweep_segments(stack_n, stack_input(stack_n, batch=8, seed=1), repeats=1)\n'
-                                               '...     least = min((row.kept_bytes for row in measured.rows))\n'
-                                               '...     cheapest = min((row.flops for row in measured.rows if row.kept_bytes == least))\n'
-                                               '...     assert type(choose_segments(n)) is int and n % choose_segments(n) == 0\n'
-                                               '...     assert measured.row(choose_segments(n)).kept_bytes == least\n'
-                                               '...     assert measured.row(choose_segments(n)).flops == cheapest\n',
+                                               '...     want[str(n)] = {str(row.k): [row.kept_bytes, row.flops] for row in measured.rows}\n'
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               '>>> for n in (12, 16, 30):\n'
+                                               '...     k, rows = (got[str(n)], want[str(n)])\n'
+                                               '...     least = min((kept for kept, flops in rows.values()))\n'
+                                               '...     cheapest = min((flops for kept, flops in rows.values() if kept == least))\n'
+                                               '...     assert type(k) is int and k >= 1 and (n % k == 0)\n'
+                                               '...     assert rows[str(k)][0] == least\n'
+                                               '...     assert rows[str(k)][1] == cheapest\n',
                                        'hidden': True,
                                        'locked': False}],
                       'scored': True,
