@@ -5,15 +5,25 @@ test = {   'name': 'q_score_bytes',
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.checks import check_prediction\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
-                                               ">>> check_prediction('score_bytes(8, 32, torch.bfloat16)', score_bytes(8, 32, torch.bfloat16), torch.empty(8, model.config.num_attention_heads, 32, "
-                                               "32, dtype=torch.bfloat16).nbytes, why=phrase('One score per pair of tokens, per head, per sequence: count the elements of that shape, and a bfloat16 "
-                                               "takes 2 bytes. The number of heads is model.config.num_attention_heads.'))\n",
+                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               ">>> got = {'bytes': score_bytes(8, 32, torch.bfloat16)}\n"
+                                               '>>> want = {}\n'
+                                               ">>> want['bytes'] = torch.empty(8, model.config.num_attention_heads, 32, 32, dtype=torch.bfloat16).nbytes\n"
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> check_prediction('score_bytes(8, 32, torch.bfloat16)', got['bytes'], want['bytes'], why=phrase('One score per pair of tokens, per head, per "
+                                               "sequence: count the elements of that shape, and a bfloat16 takes 2 bytes. The number of heads is model.config.num_attention_heads.'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> for sequences, tokens, dtype in [(4, 128, torch.float32), (2, 512, torch.float16)]:\n'
-                                               '...     assert type(score_bytes(sequences, tokens, dtype)) is int and score_bytes(sequences, tokens, dtype) == torch.empty(sequences, '
-                                               'model.config.num_attention_heads, tokens, tokens, dtype=dtype).nbytes\n',
+                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> cases = [(4, 128, torch.float32), (2, 512, torch.float16)]\n'
+                                               ">>> got = {'bytes': [score_bytes(sequences, tokens, dtype) for sequences, tokens, dtype in cases]}\n"
+                                               '>>> want = {}\n'
+                                               ">>> want['bytes'] = [torch.empty(sequences, model.config.num_attention_heads, tokens, tokens, dtype=dtype).nbytes for sequences, tokens, dtype in "
+                                               'cases]\n'
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> assert type(got['bytes']) is list and all((type(n) is int for n in got['bytes']))\n"
+                                               ">>> assert got['bytes'] == want['bytes']\n",
                                        'hidden': True,
                                        'locked': False}],
                       'scored': True,

@@ -5,6 +5,7 @@ test = {   'name': 'q_checkpoint_on',
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.data import tokenized_mrpc\n'
                                                '>>> from effitrain_lessons.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
                                                '>>> from effitrain_lessons.memory import format_bytes, measure_step\n'
                                                '>>> from effitrain_lessons.models import tiny_bert\n'
                                                '>>> _ = torch.manual_seed(0)\n'
@@ -16,16 +17,21 @@ test = {   'name': 'q_checkpoint_on',
                                                '>>> check_grads = [p.grad.clone() for p in check_bert.parameters()]\n'
                                                '>>> turn_on_checkpointing(check_bert)\n'
                                                '>>> check_after = measure_step(check_bert, check_batch)\n'
-                                               '>>> assert check_after.saved_bytes <= 0.15 * check_plain.saved_bytes, phrase("measured: after turn_on_checkpointing the step keeps {kept} of '
-                                               'activations, {share:.0%} of the plain step\'s {plain}; with checkpointing on it keeps at most 15 %", kept=format_bytes(check_after.saved_bytes), '
-                                               'share=check_after.saved_bytes / check_plain.saved_bytes, plain=format_bytes(check_plain.saved_bytes))\n'
-                                               '>>> check_change = max(((p.grad - g).abs().max().item() for p, g in zip(check_bert.parameters(), check_grads)))\n'
-                                               ">>> assert check_change <= 1e-06, phrase('measured: the gradients changed by up to {change:.1e}; checkpointing must leave them as they were', "
-                                               'change=check_change)\n',
+                                               ">>> got = {'saved': check_after.saved_bytes, 'plain_saved': check_plain.saved_bytes, 'kept': format_bytes(check_after.saved_bytes), 'plain': "
+                                               "format_bytes(check_plain.saved_bytes), 'change': torch.stack([(p.grad - g).abs().max() for p, g in zip(check_bert.parameters(), "
+                                               'check_grads)]).max().item()}\n'
+                                               '>>> want = {}\n'
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               '>>> assert got[\'saved\'] <= 0.15 * got[\'plain_saved\'], phrase("measured: after turn_on_checkpointing the step keeps {kept} of activations, '
+                                               '{share:.0%} of the plain step\'s {plain}; with checkpointing on it keeps at most 15 %", kept=got[\'kept\'], share=got[\'saved\'] / '
+                                               "got['plain_saved'], plain=got['plain'])\n"
+                                               ">>> assert got['change'] <= 1e-06, phrase('measured: the gradients changed by up to {change:.1e}; checkpointing must leave them as they were', "
+                                               "change=got['change'])\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.judging import plain\n'
                                                '>>> from effitrain_lessons.memory import measure_step\n'
                                                '>>> from effitrain_lessons.models import tiny_bert\n'
                                                '>>> _ = torch.manual_seed(3)\n'
@@ -39,9 +45,13 @@ test = {   'name': 'q_checkpoint_on',
                                                '>>> turn_on_checkpointing(hidden_bert)\n'
                                                '>>> _ = torch.manual_seed(4)\n'
                                                '>>> hidden_after = measure_step(hidden_bert, hidden_batch)\n'
-                                               '>>> assert hidden_after.saved_bytes <= 0.15 * hidden_plain.saved_bytes\n'
-                                               '>>> assert hidden_after.flops > 1.25 * hidden_plain.flops\n'
-                                               '>>> assert all((torch.equal(p.grad, g) for p, g in zip(hidden_bert.parameters(), hidden_grads)))\n',
+                                               ">>> got = {'saved': hidden_after.saved_bytes, 'plain_saved': hidden_plain.saved_bytes, 'flops': hidden_after.flops, 'plain_flops': hidden_plain.flops, "
+                                               "'same_gradients': all((torch.equal(p.grad, g) for p, g in zip(hidden_bert.parameters(), hidden_grads)))}\n"
+                                               '>>> want = {}\n'
+                                               '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> assert got['saved'] <= 0.15 * got['plain_saved']\n"
+                                               ">>> assert got['flops'] > 1.25 * got['plain_flops']\n"
+                                               ">>> assert got['same_gradients'] is True\n",
                                        'hidden': True,
                                        'locked': False}],
                       'scored': True,
