@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from effitrain_lessons import judging
-from effitrain_lessons.course import grade, review
+from effitrain_lessons.course import grade
 from effitrain_lessons.course.lessons import lesson_names, load_lesson
 from effitrain_lessons.judging import Opaque, close, decode, encode, plain, split_case
 
@@ -202,6 +202,21 @@ def names_bound(source: str) -> set[str]:
     return bound
 
 
+def top_level_names(source: str) -> set[str]:
+    """What an answer cell defines for the rest of the notebook: its top-level names."""
+    names = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+            names.update(
+                n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+    return names
+
+
 @pytest.mark.parametrize("name, question, case", CASES, ids=[f"{n[:2]}-{q}-{c.index}" for n, q, c in CASES])
 def test_every_case_is_split_and_its_judgement_needs_only_data(name, question, case):
     assert case.parts is not None, f"{question} case {case.index} has no `want = {{}}` and judgement lines"
@@ -210,6 +225,6 @@ def test_every_case_is_split_and_its_judgement_needs_only_data(name, question, c
     assert "want" not in names_used(case.parts.probe), "the part beside the answer must not see `want`"
     lesson = load_lesson(name)
     answer = next(cell.source for cell in lesson.cells if cell.answer_for == question)
-    defined, _ = review.defined_and_used(answer)
-    leaked = defined & names_used(case.parts.reference)
+    defined = top_level_names(answer)
+    leaked = defined & (names_used(case.parts.reference) - names_bound(case.parts.reference))
     assert not leaked, f"{question} case {case.index}: the reference uses the answer's {sorted(leaked)}"

@@ -111,7 +111,7 @@ class Case:
     code: str
     hidden: bool
     points: float
-    parts: Parts | None = None
+    parts: Parts | None = None  # None only for a case made by hand, never read from a test file
 
 
 @dataclass
@@ -249,11 +249,12 @@ def read_test_file(path: Path) -> Question:
     return Question(spec["name"], float(sum(points)), cases, bool(spec.get("all_or_nothing", False)))
 
 
-def _parts(code: str, where: str) -> Parts | None:
+def _parts(code: str, where: str) -> Parts:
+    """The case's parts; CourseError when it is not split (`effitrain_lessons/judging.py` says how)."""
     try:
         return split_case(code, where)
-    except ValueError:
-        return None
+    except ValueError as error:
+        raise CourseError(f"{error} Rebuild the autograder folder with `effitrain build`.") from None
 
 
 def _case_points(total, given: list) -> list[float]:
