@@ -428,7 +428,7 @@ def _machinery(report_fd: int):
             except BaseException_:  # noqa: BLE001 - a mode that refuses to go: the case's data will show it
                 left.append(what)
                 break
-        return left[:1] * bool(left)
+        return list_(dict_.fromkeys(left))
 
     # --- running cells and cases ---------------------------------------------------------------
 
