@@ -423,7 +423,7 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         page.keyboard.press("ArrowLeft")
         _wait_for_new_figure(cell, before, timeout_s=180)
         measured = re.escape(_("H={h}, outer lr {lr:g}: measured just now.")).replace(r"\{h\}", r"\d+")
-        status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{lr:g\}", r"[\d.]+")))
+        status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{lr:g\}", r"[\d.,]+")))
         status.wait_for(timeout=60_000)
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))
     if name.startswith("06"):  # the GPU menu redraws the planner's bars at once, and the verdict follows it

@@ -100,6 +100,7 @@ LAYERS = {
     "metrics": SHARED,
     "hub": SHARED,
     "checks": SHARED,
+    "judging": SHARED,
     "quiz": SHARED,
     "quizzes": SHARED,
     "colab": SHARED,
