@@ -637,18 +637,16 @@ class _Review:
         """Checks on an attribute's name alone, however it is reached (`.name`, `getattr(x, "name")`)."""
         if name in INTERNALS:
             self.note(f"reaches into {name}")
-        if name in STACK:
-            self.note(f"reads the call stack ({name})")
-        if name in TRACING:
-            self.note(f"sets a trace function ({name})")
-        if name in GC_WALKS:
-            self.note(f"walks the garbage collector ({name})")
-        if name in IMPORT_MACHINERY:
-            self.note(f"reaches the import machinery ({name})")
-        if name in TORCH_OVERRIDES:
-            self.note(f"uses torch's override machinery ({name})")
-        if name in GLOBAL_HOOKS:
-            self.note(f"registers a global hook ({name})")
+        for names, what in (
+            (STACK, "reads the call stack"),
+            (TRACING, "sets a trace function"),
+            (GC_WALKS, "walks the garbage collector"),
+            (IMPORT_MACHINERY, "reaches the import machinery"),
+            (TORCH_OVERRIDES, "uses torch's override machinery"),
+            (GLOBAL_HOOKS, "registers a global hook"),
+        ):
+            if name in names:
+                self.note(f"{what} ({name})")
         if writes and name in LABELS:
             self.note(RELABELS)
 
