@@ -32,6 +32,7 @@ import ast
 import base64
 import json
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,8 +101,6 @@ def _spend(budget: list, n: int) -> None:
 
 def _as_array(value):
     """A tensor's values as a NumPy array; None for anything that is not a tensor."""
-    import sys
-
     torch = sys.modules.get("torch")  # a learner who never imported torch returned no tensor
     if torch is None or not isinstance(value, torch.Tensor):
         return None

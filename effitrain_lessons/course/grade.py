@@ -25,6 +25,7 @@ import argparse
 import ast
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -513,18 +514,24 @@ def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tupl
     return _EXPECTED[key]
 
 
-def _expected_key(lesson: Lesson) -> str:
+@functools.cache
+def _computed_by() -> tuple[str, ...]:
+    """What the solution's data depends on besides the lesson: torch's version and the code that
+    records and encodes it (read once per grader process)."""
     import torch
 
     from effitrain_lessons.course import worker
 
+    sources = (Path(module.__file__).read_text(encoding="utf-8") for module in (judging, worker))
+    return (torch.__version__, *sources)
+
+
+def _expected_key(lesson: Lesson) -> str:
     parts = (
         lesson.name,
         [cell.source for cell in lesson.cells],
         [(c.question, c.index, c.code) for q in lesson.questions.values() for c in q.cases],
-        torch.__version__,
-        Path(judging.__file__).read_text(encoding="utf-8"),
-        Path(worker.__file__).read_text(encoding="utf-8"),
+        _computed_by(),
     )
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
