@@ -29,18 +29,55 @@ import base64
 import contextlib
 import hashlib
 import io
+import json
+import math
 import os
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
 from effitrain_lessons.arguments import whole_numbers
-from effitrain_lessons.i18n import _, phrase
-from effitrain_lessons.processes import end_processes, start_workers
+from effitrain_lessons.i18n import _, format_number, phrase
+from effitrain_lessons.processes import _free_port, _log_tail, end_processes, start_workers
 
 MODES = ("ddp", "local_sgd")
+
+
+@dataclass(frozen=True)
+class Link:
+    """A simulated link between the processes: every collective call (an all-reduce, a barrier)
+    takes `latency_ms` plus its bytes at `megabits_per_s`, one call after the other, on top of what
+    the machine's own link takes. `Link()` adds nothing. The delay is added where the communication
+    happens: DDP's communication hook (asynchronous, so the backward pass may hide it) and
+    `torch.distributed.all_reduce` / `barrier` (which block the process until the call is done)."""
+
+    latency_ms: float = 0.0
+    megabits_per_s: float = 0.0  # 0: no bandwidth limit
+
+    def seconds(self, nbytes: int) -> float:
+        """How long this link takes to carry one call of `nbytes` bytes."""
+        carry = nbytes * 8 / (self.megabits_per_s * 1e6) if self.megabits_per_s else 0.0
+        return self.latency_ms / 1000 + carry
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.latency_ms or self.megabits_per_s)
+
+    def describe(self) -> str:
+        if not self.simulated:
+            return _("this machine's own link")
+        return phrase(
+            "{bandwidth} Mb/s, {latency} ms a call",
+            bandwidth=format_number(self.megabits_per_s, "g") if self.megabits_per_s else "∞",
+            latency=format_number(self.latency_ms, "g"),
+        )
 
 
 @dataclass
@@ -61,6 +98,14 @@ class RunConfig:
     layers: int = field(default=4, metadata={"help": "encoder layers of the tiny BERT"})
     seed: int = 0
     cpu: bool = field(default=True, metadata={"help": "gloo on the CPU; --no-cpu uses the GPUs"})
+    bucket_mb: float = field(default=25.0, metadata={"help": "DDP's bucket_cap_mb, in MB"})
+    # A simulated link (see `Link`): 0 and 0 leave the machine's own link alone.
+    latency_ms: float = field(
+        default=0.0, metadata={"help": "simulated link: ms added to every collective call"}
+    )
+    megabits_per_s: float = field(
+        default=0.0, metadata={"help": "simulated link: bandwidth in Mb/s (0: no bandwidth limit)"}
+    )
 
     @property
     def label(self) -> str:
@@ -91,6 +136,18 @@ class RunConfig:
             accumulation=self.accumulation,
             layers=self.layers,
         )
+        for name in ("bucket_mb", "latency_ms", "megabits_per_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(
+                    phrase("{name} must be a number of at least 0, got {value!r}.", name=name, value=value)
+                )
+        if self.bucket_mb == 0:
+            raise ValueError(phrase("bucket_mb must be above 0, got {value!r}.", value=self.bucket_mb))
+
+    @property
+    def link(self) -> Link:
+        return Link(self.latency_ms, self.megabits_per_s)
 
 
 @dataclass
@@ -115,6 +172,11 @@ class ProcessReport:
     eval_loss: float = float("nan")
     eval_accuracy: float = float("nan")
     seconds: float = 0.0
+    step_starts: list[float] = field(
+        default_factory=list
+    )  # seconds into the loop at each micro-batch's forward
+    barrier_steps: list[int] = field(default_factory=list)  # the step of each barrier
+    link_seconds: float = 0.0  # what the simulated link added, all calls together
 
     @property
     def allreduce_calls(self) -> int:
@@ -137,6 +199,24 @@ class ProcessReport:
         gradient_steps = {step for step, _size in self.gradient_allreduces}
         parameter_rounds = {round_ for round_, _size in self.parameter_allreduces}
         return sorted(list(gradient_steps) + [self.round_steps[r] for r in parameter_rounds])
+
+    @property
+    def ms_per_step(self) -> float:
+        """Steady time per step: from the first micro-batch's start to the last one's, per step in
+        between. It leaves out the set-up before the first step and what follows the last one's start
+        (its backward, LocalSGD's average on exit), so runs of a few steps compare fairly."""
+        if len(self.step_starts) < 2:
+            return float("nan")
+        return 1000 * (self.step_starts[-1] - self.step_starts[0]) / (len(self.step_starts) - 1)
+
+    def calls_between(self, first: int, last: int) -> list[int]:
+        """The bytes of every collective call made at steps `first` to `last`: DDP's buckets, each
+        parameter all-reduce, each barrier (0 bytes). What `ms_per_step` spans is steps 1 to n - 1."""
+        calls = [size for step, size in self.gradient_allreduces if first <= step <= last]
+        calls += [
+            size for round_, size in self.parameter_allreduces if first <= self.round_steps[round_] <= last
+        ]
+        return calls + [0 for step in self.barrier_steps if first <= step <= last]
 
     @property
     def final_loss(self) -> float:
@@ -165,22 +245,58 @@ class CommunicationCounter:
     """Counts all-reduces in this process while active: DDP's gradient buckets through a
     communication hook, and every `torch.distributed.all_reduce` call (LocalSGD's averages)."""
 
-    def __init__(self, report: ProcessReport):
+    def __init__(self, report: ProcessReport, link: Link = Link()):
         self.report = report
+        self.link = link
         self.step = 0
         self.round = -1
         self._in_ddp_hook = False
+        self._link_free = 0.0  # when the simulated link has carried every call handed to it
+
+    def _carry(self, nbytes: int) -> float:
+        """Hand a call of `nbytes` to the simulated link now: the moment it arrives. The link carries
+        one call at a time, so a call waits for the ones before it."""
+        cost = self.link.seconds(nbytes)
+        self.report.link_seconds += cost
+        self._link_free = max(time.perf_counter(), self._link_free) + cost
+        return self._link_free
+
+    @staticmethod
+    def _wait_until(moment: float) -> None:
+        while (left := moment - time.perf_counter()) > 0:
+            time.sleep(left)
 
     def ddp_hook(self, state, bucket):
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
         buffer = bucket.buffer()
-        self.report.gradient_allreduces.append((self.step, buffer.numel() * buffer.element_size()))
+        nbytes = buffer.numel() * buffer.element_size()
+        self.report.gradient_allreduces.append((self.step, nbytes))
         self._in_ddp_hook = True  # its all_reduce is this bucket's, already counted
         try:
-            return default_hooks.allreduce_hook(None, bucket)
+            sent = default_hooks.allreduce_hook(None, bucket)
         finally:
             self._in_ddp_hook = False
+        if not self.link.simulated:
+            return sent
+        # The bucket arrives when both the real all-reduce and the simulated link are done. DDP waits
+        # for it only at the end of backward(): until then the backward pass goes on computing.
+        arrival, delivered = self._carry(nbytes), torch.futures.Future()
+
+        def arrived(future):
+            try:
+                value = future.value()
+            except Exception as error:  # the real all-reduce failed: DDP reports it
+                delivered.set_exception(error)
+                return
+            left = arrival - time.perf_counter()
+            if left > 0:
+                threading.Timer(left, delivered.set_result, args=(value,)).start()
+            else:
+                delivered.set_result(value)
+
+        sent.add_done_callback(arrived)
+        return delivered
 
     @contextlib.contextmanager
     def counting_all_reduce(self):
@@ -191,16 +307,24 @@ class CommunicationCounter:
                 return original_all_reduce(tensor, *args, **kwargs)
             if self.round < 0 or self.report.round_steps[self.round] != self.step:
                 self._new_round()  # the first all-reduce of a step that no barrier announced (DiLoCo's)
-            self.report.parameter_allreduces.append((self.round, tensor.numel() * tensor.element_size()))
+            nbytes = tensor.numel() * tensor.element_size()
+            self.report.parameter_allreduces.append((self.round, nbytes))
             start = time.perf_counter()
+            arrival = self._carry(nbytes) if self.link.simulated else 0.0
             try:
                 return original_all_reduce(tensor, *args, **kwargs)
             finally:
+                self._wait_until(arrival)
                 self.report.parameter_allreduce_seconds.append(time.perf_counter() - start)
 
         def barrier(*args, **kwargs):
             self._new_round()
-            return original_barrier(*args, **kwargs)
+            self.report.barrier_steps.append(self.step)
+            arrival = self._carry(0) if self.link.simulated else 0.0
+            try:
+                return original_barrier(*args, **kwargs)
+            finally:
+                self._wait_until(arrival)
 
         torch.distributed.all_reduce, torch.distributed.barrier = all_reduce, barrier
         try:
@@ -268,10 +392,11 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
     splits = splits if splits is not None else tokenized_mrpc()
     torch.manual_seed(config.seed)  # the same starting weights in every process
     model = tiny_bert(num_hidden_layers=config.layers, dropout=False)
-    counter = CommunicationCounter(report)
+    counter = CommunicationCounter(report, config.link)
 
     def step_starts(module, args, kwargs):
         if module.training:
+            report.step_starts.append(time.perf_counter() - start)
             if counter.step != 0:
                 report.fingerprints.append(fingerprint(module))  # what the previous step left
             counter.step += 1
@@ -347,19 +472,8 @@ def summary(reports: list[ProcessReport]) -> dict:
     }
 
 
-def launch(
-    configs: list[RunConfig], loop=None, num_processes: int = 2, timeout: float = 300.0
-) -> list[list[ProcessReport]]:
-    """Run `loop(config, model, train_set)` (a lesson's `train`) for every configuration in
-    `num_processes` real processes forked from this one (gloo, CPU), measured by `measured_run`.
-    Forked, the processes run the function as the notebook defines it now, edits included.
-    `loop` may also be a list with one loop per configuration (lesson 5 runs lesson 4's beside its own).
-
-    Returns, for each configuration, one `ProcessReport` per process (rank order). The processes
-    are started once and run the configurations one after the other. When a process fails or the
-    whole launch takes longer than `timeout` seconds, every process is stopped and RuntimeError
-    says why; no process outlives the call. Needs `fork` (Linux, macOS); used by lessons 4 and 5.
-    """
+def _configs_and_loops(configs, loop) -> tuple[list[RunConfig], list]:
+    """Check a launch's configurations and loops (one loop for all, or one per configuration)."""
     configs = list(configs)
     if not configs:
         raise ValueError(_("launch needs at least one RunConfig."))
@@ -373,6 +487,174 @@ def launch(
         )
     for config in configs:
         config.check()
+    return configs, loops
+
+
+def _collected(per_rank: list[list[dict]], count: int) -> list[list[ProcessReport]]:
+    """For each configuration, one ProcessReport per process, in rank order."""
+    return [[ProcessReport(**reports[i]) for reports in per_rank] for i in range(count)]
+
+
+class measuring:
+    """The package's part of a launch with Accelerate's own `notebook_launcher`:
+
+        with measuring(configs, train, timeout=600) as measured:
+            notebook_launcher(measured, num_processes=2, use_port=measured.port)
+        runs = measured.runs
+
+    `measured` is the function each process runs: every configuration in turn, `train` measured by
+    `measured_run`, each process's reports written to a folder. Leaving the block collects them into
+    `runs` (one list of `ProcessReport` per configuration, rank order), as `launch` returns them.
+    What `notebook_launcher` does not do, this does: each process stops itself once `timeout`
+    seconds have passed since the block began (the launcher then stops the others); a failure or a
+    timeout becomes one sentence with the end of the processes' logs; no process outlives the block.
+    Where `notebook_launcher` runs the function in this process instead (Colab without two GPUs),
+    the processes are forked as `launch` does, and one line says so.
+    """
+
+    def __init__(self, configs: list[RunConfig], loop=None, timeout: float = 300.0):
+        self.configs, self.loops = _configs_and_loops(configs, loop)
+        self.timeout = timeout
+        self.port = str(_free_port())  # notebook_launcher's default port is fixed: two launches would meet
+        self.runs: list[list[ProcessReport]] | None = None
+        self._folder: Path | None = None
+
+    def __enter__(self):
+        import logging
+
+        from accelerate.state import AcceleratorState
+
+        from effitrain_lessons.data import tokenized_mrpc
+
+        # notebook_launcher refuses to start while this process holds an Accelerator (lesson 4
+        # builds one in the notebook itself); the processes start from a clean state anyway.
+        AcceleratorState._reset_state(True)
+        self._splits = tokenized_mrpc()  # loaded once, here: the forked processes share it
+        self._folder = Path(tempfile.mkdtemp(prefix="effitrain-launch-"))
+        self._parent = os.getpid()
+        self._deadline = time.monotonic() + self.timeout
+        # the launcher's agent logs each failure at length; the block says it in one sentence
+        self._elastic = logging.getLogger("torch.distributed.elastic")
+        self._elastic_level = self._elastic.level
+        self._elastic.setLevel(logging.CRITICAL)
+        self.runs = None
+
+        def measured(*args) -> None:
+            """What each process runs: every configuration, measured (see `measuring`)."""
+            self._run_here(*args)
+
+        measured.port, measured.runs = self.port, None
+        self._measured = measured
+        return measured
+
+    def _job(self) -> list[dict]:
+        return [
+            asdict(measured_run(config, each, self._splits)) for config, each in zip(self.configs, self.loops)
+        ]
+
+    def _run_here(self, *args) -> None:
+        if os.getpid() == self._parent:  # the launcher ran it here: fork the processes ourselves
+            say_line = _(
+                "notebook_launcher ran the training in this process; the processes are forked instead."
+            )
+            print(say_line)
+            self._forked = start_workers(self._job, 2, max(1.0, self._deadline - time.monotonic()))
+            return
+        rank = int(os.environ.get("RANK", "0"))
+        world_size = int(os.environ.get("WORLD_SIZE", "1"))
+        folder = self._folder
+        (folder / f"pid{rank}").write_text(str(os.getpid()))
+        log = open(folder / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
+        sys.stdout = sys.stderr = log
+        os.dup2(log.fileno(), 2)
+
+        def stop_when_late():
+            time.sleep(max(0.0, self._deadline - time.monotonic()))
+            (folder / "timed-out").touch()
+            log.write("stopped: the launch ran past its time limit\n")
+            os._exit(124)
+
+        threading.Thread(target=stop_when_late, daemon=True).start()
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // world_size))
+        try:
+            reports = self._job()
+        except BaseException:
+            import traceback
+
+            traceback.print_exc()
+            raise
+        (folder / f"rank{rank}.json").write_text(json.dumps({"world_size": world_size, "reports": reports}))
+        end_processes()
+
+    def __exit__(self, kind, error, trace) -> bool:
+        folder = self._folder
+        try:
+            self._stop_leftovers()
+            if isinstance(error, KeyboardInterrupt):
+                return False
+            if error is not None:
+                if (folder / "timed-out").exists():
+                    raise RuntimeError(
+                        phrase(
+                            "The processes did not finish within {timeout:.0f} s and were stopped: "
+                            "try fewer steps or configurations.",
+                            timeout=self.timeout,
+                        )
+                    ) from None
+                raise RuntimeError(
+                    phrase(
+                        "A training process failed ({kind}); its log ends: {log}",
+                        kind=type(error).__name__,
+                        log=_log_tail(str(folder)),
+                    )
+                ) from None
+            forked = getattr(self, "_forked", None)
+            if forked is not None:
+                self._forked = None
+                self.runs = self._measured.runs = _collected(forked, len(self.configs))
+                return False
+            written = sorted(folder.glob("rank*.json"))
+            per_rank = [json.loads(path.read_text(encoding="utf-8")) for path in written]
+            if not per_rank or any(len(per_rank) != each["world_size"] for each in per_rank):
+                raise RuntimeError(
+                    _(
+                        "The processes ended without their reports: was the function given to "
+                        "notebook_launcher the one `measuring` returned?"
+                    )
+                )
+            ranked = sorted(zip([int(path.stem[4:]) for path in written], per_rank))
+            self.runs = _collected([each["reports"] for _rank, each in ranked], len(self.configs))
+            self._measured.runs = self.runs
+            return False
+        finally:
+            self._elastic.setLevel(self._elastic_level)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _stop_leftovers(self) -> None:
+        """Kill any process of this launch still alive (the launcher stops them; this makes sure)."""
+        for pid_file in self._folder.glob("pid*"):
+            pid = int(pid_file.read_text())
+            stat = Path(f"/proc/{pid}/stat")
+            if stat.exists() and int(stat.read_text().rsplit(")", 1)[1].split()[1]) != os.getpid():
+                continue  # not ours (any more)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def launch(
+    configs: list[RunConfig], loop=None, num_processes: int = 2, timeout: float = 300.0
+) -> list[list[ProcessReport]]:
+    """Run `loop(config, model, train_set)` (a lesson's `train`) for every configuration in
+    `num_processes` real processes forked from this one (gloo, CPU), measured by `measured_run`.
+    Forked, the processes run the function as the notebook defines it now, edits included.
+    `loop` may also be a list with one loop per configuration (lesson 5 runs lesson 4's beside its own).
+
+    Returns, for each configuration, one `ProcessReport` per process (rank order). The processes
+    are started once and run the configurations one after the other. When a process fails or the
+    whole launch takes longer than `timeout` seconds, every process is stopped and RuntimeError
+    says why; no process outlives the call. Needs `fork` (Linux, macOS); used by lessons 4 and 5.
+    """
+    configs, loops = _configs_and_loops(configs, loop)
 
     from effitrain_lessons.data import tokenized_mrpc
 
@@ -381,10 +663,7 @@ def launch(
     def job() -> list[dict]:
         return [asdict(measured_run(config, each, splits)) for config, each in zip(configs, loops)]
 
-    per_rank = start_workers(job, num_processes, timeout)
-    return [
-        [ProcessReport(**per_rank[rank][i]) for rank in range(num_processes)] for i in range(len(configs))
-    ]
+    return _collected(start_workers(job, num_processes, timeout), len(configs))
 
 
 def write_whole(text: str) -> None:

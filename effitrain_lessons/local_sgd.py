@@ -19,14 +19,16 @@ The same loop runs as a module under a launcher on many GPUs and machines:
 
 from __future__ import annotations
 
+import math
 import sys
-from dataclasses import asdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 
 import torch
 
 from effitrain_lessons import distributed_runs, processes
 from effitrain_lessons.arguments import command_line
-from effitrain_lessons.i18n import _, format_number
+from effitrain_lessons.i18n import _, format_number, phrase
 from effitrain_lessons.moved import moved_names
 from effitrain_lessons.tables import Table
 
@@ -117,6 +119,163 @@ def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
                 "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps "
                 "for data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB "
                 "sent: all-reduced by process 0."
+            )
+        ],
+    )
+
+
+def link_sweep(
+    links: Mapping[str, distributed_runs.Link], ks: Sequence[int], steps: int, **settings
+) -> dict[tuple[str, int | None], distributed_runs.RunConfig]:
+    """One run per link and K: data parallel (K None) and Local SGD at each K in `ks`, `steps`
+    micro-batches each, on the simulated link (`settings`: other RunConfig fields, the same for all)."""
+    sweep = {}
+    for name, link in links.items():
+        for k in (None, *ks):
+            mode = {"mode": "ddp"} if k is None else {"mode": "local_sgd", "k": k}
+            sweep[name, k] = distributed_runs.RunConfig(
+                **mode,
+                steps=steps,
+                latency_ms=link.latency_ms,
+                megabits_per_s=link.megabits_per_s,
+                **settings,
+            )
+    return sweep
+
+
+def link_milliseconds(report: distributed_runs.ProcessReport, link: distributed_runs.Link) -> float:
+    """What `link` adds per step to a run like `report`, if nothing hides it: its time for every
+    collective call the run made in the steps `ms_per_step` spans, per step."""
+    steps = len(report.step_starts) - 1
+    return 1000 * sum(link.seconds(size) for size in report.calls_between(1, steps)) / steps
+
+
+def predicted_ms_per_step(
+    fast: distributed_runs.ProcessReport,
+    slow: distributed_runs.ProcessReport,
+    link: distributed_runs.Link,
+) -> float:
+    """The model: the time per step of the same training on this machine's own link (`fast`), plus
+    `link`'s time for the collective calls the run on the link counted (`slow`, `link_milliseconds`):
+    latency + bytes / bandwidth each, none hidden."""
+    return fast.ms_per_step + link_milliseconds(slow, link)
+
+
+@dataclass
+class LinkTiming:
+    """Lesson 4's timing on one link: ms per step measured and predicted, and where Local SGD pays."""
+
+    name: str
+    link: distributed_runs.Link
+    data_parallel: tuple[float, float]  # ms per step: measured, predicted
+    local_sgd: dict[int, tuple[float, float]]  # per K: measured, predicted
+    model_crossover: float  # the K from which the model has Local SGD faster (inf: never)
+
+    @property
+    def measured_crossover(self) -> tuple[int | None, int] | None:
+        """(the largest K measured slower, the smallest K measured faster) than data parallel, such
+        that every larger K was faster too; (None, K) when even the smallest K was; None when no K was."""
+        ks = sorted(self.local_sgd)
+        faster = [self.local_sgd[k][0] < self.data_parallel[0] for k in ks]
+        for index, k in enumerate(ks):
+            if all(faster[index:]):
+                return (ks[index - 1] if index else None, k)
+        return None
+
+    def describe_crossover(self) -> str:
+        found = self.measured_crossover
+        if found is None:
+            return phrase("no K up to {k}", k=max(self.local_sgd))
+        below, at = found
+        if below is None:
+            return phrase("K = {k} or less", k=at)
+        return phrase("between K = {below} and {at}", below=below, at=at)
+
+
+def fast_runs(measured: Iterable[tuple[distributed_runs.RunConfig, list]]) -> dict:
+    """From (configuration, reports) pairs, the first run of each K (None: data parallel) on this
+    machine's own link, without accumulation and with DDP's default buckets: the model's compute."""
+    fast = {}
+    for config, reports in measured:
+        plain = config.accumulation == 1 and config.bucket_mb == distributed_runs.RunConfig.bucket_mb
+        if plain and not config.link.simulated:
+            fast.setdefault(config.k if config.mode == "local_sgd" else None, reports[0])
+    return fast
+
+
+def link_timings(
+    links: Mapping[str, distributed_runs.Link],
+    sweep: Mapping[tuple[str, int | None], distributed_runs.RunConfig],
+    runs: Sequence[list[distributed_runs.ProcessReport]],
+    measured_fast: Iterable[tuple[distributed_runs.RunConfig, list]],
+) -> list[LinkTiming]:
+    """Each link's timing from a `link_sweep` launched in order (`runs`). The model takes its
+    compute time from runs of the same K on this machine's own link (`measured_fast`: the
+    (configuration, reports) pairs of an earlier launch, see `fast_runs`)."""
+    measured = {key: reports[0] for key, reports in zip(sweep, runs)}
+    fast = fast_runs(measured_fast)
+    timings = []
+    for name, link in links.items():
+        ks = sorted(k for each, k in sweep if each == name and k is not None)
+        missing = [k for k in (None, *ks) if k not in fast]
+        if missing:
+            raise ValueError(
+                phrase(
+                    "The model needs a run on this machine's own link for each K; none for {missing}.",
+                    missing=missing,
+                )
+            )
+        data_parallel = (
+            measured[name, None].ms_per_step,
+            predicted_ms_per_step(fast[None], measured[name, None], link),
+        )
+        local = {
+            k: (measured[name, k].ms_per_step, predicted_ms_per_step(fast[k], measured[name, k], link))
+            for k in ks
+        }
+        # the link's time per average: the largest K's calls between its steps, per average there
+        largest = measured[name, ks[-1]]
+        steps = len(largest.step_starts) - 1
+        averages = len([step for step in largest.barrier_steps if 1 <= step <= steps])
+        per_average = link_milliseconds(largest, link) * steps / max(1, averages)
+        gain = data_parallel[1] - sum(fast[k].ms_per_step for k in ks) / len(ks)
+        timings.append(
+            LinkTiming(name, link, data_parallel, local, per_average / gain if gain > 0 else math.inf)
+        )
+    return timings
+
+
+def link_table(timings: Sequence[LinkTiming]) -> Table:
+    """Lesson 4's slow-link table: per link, ms per step measured (and the model's), and the crossover."""
+    ks = sorted(timings[0].local_sgd)
+
+    def both(pair: tuple[float, float]) -> str:
+        return f"{format_number(pair[0], '.1f')} ({format_number(pair[1], '.1f')})"
+
+    return Table(
+        [
+            "link",
+            "data parallel",
+            *[phrase("Local SGD, K={k}", k=k) for k in ks],
+            "Local SGD faster from",
+            "model: from K =",
+        ],
+        [
+            [
+                f"{timing.name}: {timing.link.describe()}",
+                both(timing.data_parallel),
+                *[both(timing.local_sgd[k]) for k in ks],
+                timing.describe_crossover(),
+                format_number(timing.model_crossover, ".1f")
+                if math.isfinite(timing.model_crossover)
+                else "∞",
+            ]
+            for timing in timings
+        ],
+        notes=[
+            _(
+                "ms per step measured in process 0, in brackets the model's: the time on this machine's "
+                "own link plus latency + bytes / bandwidth for every collective call, none hidden."
             )
         ],
     )

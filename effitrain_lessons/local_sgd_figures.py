@@ -280,3 +280,47 @@ def local_sgd_explorer(
         lambda k, n: phrase("running K={k} on {processes} processes...", k=k, processes=n),
         lambda k, n: phrase("K={k}, {processes} processes: measured just now.", k=k, processes=n),
     )
+
+
+def plot_link_timings(timings, title: str | None = None) -> Figure:
+    """Lesson 4's slow-link sweep, one panel per link: ms per step against K for Local SGD, measured
+    (solid) and predicted by the latency + bytes / bandwidth model (dashed), with data parallel's
+    measured (solid) and predicted (dotted) time as horizontal lines. The Ks where Local SGD was
+    measured faster are shaded. `timings` are `local_sgd.LinkTiming`s."""
+    if not timings:
+        raise ValueError(_("plot_link_timings needs at least one link's timing."))
+    fig, axes = plt.subplots(1, len(timings), figsize=(8, 3.3), layout="constrained", squeeze=False)
+    local_colour, parallel_colour = STATUS_COLOURS["recomputed"], MEMORY_COLOURS["parameters"]
+    for ax, timing in zip(axes[0], timings):
+        ks = sorted(timing.local_sgd)
+        ax.plot(
+            ks, [timing.local_sgd[k][0] for k in ks], "o-", color=local_colour, label=_("Local SGD, measured")
+        )
+        ax.plot(
+            ks,
+            [timing.local_sgd[k][1] for k in ks],
+            "--",
+            color=local_colour,
+            lw=1,
+            label=_("Local SGD, model"),
+        )
+        ax.axhline(timing.data_parallel[0], color=parallel_colour, lw=1.5, label=_("data parallel, measured"))
+        ax.axhline(
+            timing.data_parallel[1], color=parallel_colour, ls=":", lw=1.5, label=_("data parallel, model")
+        )
+        found = timing.measured_crossover
+        if found is not None:
+            ax.axvspan(found[1] / 1.25, ks[-1] * 1.25, color=local_colour, alpha=0.08, lw=0)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.minorticks_off()
+        ax.set_xlim(ks[0] / 1.25, ks[-1] * 1.25)
+        ax.set_ylim(0, 1.15 * max([timing.data_parallel[0], *[timing.local_sgd[k][0] for k in ks]]))
+        ax.set_xlabel("K (local_sgd_steps)")
+        ax.set_title(wrapped(f"{timing.name}: {timing.link.describe()}", 30), fontsize=9)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[0][0].set_ylabel(_("ms per step"))
+    axes[0][-1].legend(fontsize=7, frameon=False, loc="lower left")
+    if title:
+        fig.suptitle(wrapped(_(title), 95), fontsize=10)
+    return finish(fig)

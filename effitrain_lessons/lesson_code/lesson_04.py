@@ -7,11 +7,17 @@
 import torch
 from accelerate import Accelerator
 from accelerate.local_sgd import LocalSGD
+from accelerate.utils import DistributedDataParallelKwargs
 from torch.utils.data import DataLoader
 
 
 def train(config, model, train_set):
-    accelerator = Accelerator(gradient_accumulation_steps=config.accumulation, cpu=config.cpu)
+    accelerator = Accelerator(
+        gradient_accumulation_steps=config.accumulation,
+        cpu=config.cpu,
+        # DDP's gradient buckets, 25 MB unless section 5 asks for smaller ones
+        kwargs_handlers=[DistributedDataParallelKwargs(bucket_cap_mb=config.bucket_mb)],
+    )
     dataloader = DataLoader(
         train_set,
         batch_size=config.batch_size,

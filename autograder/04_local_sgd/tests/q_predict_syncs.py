@@ -16,7 +16,7 @@ test = {   'name': 'q_predict_syncs',
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert plain(...) not in got['predicted'], phrase('predicted_syncs still returns `...`: replace each `...` with your prediction.')\n"
                                                ">>> check_prediction('predicted_syncs(24, 7, 2)[0], with LocalSGD', got['predicted'][0], want['local_sgd'], why=phrase('Counted in process 0 of 3. "
-                                               "Re-read section 5: what local_sgd.step() counts, and what LocalSGD does on exit.'))\n"
+                                               "Re-read section 6: what local_sgd.step() counts, and what LocalSGD does on exit.'))\n"
                                                ">>> check_prediction('predicted_syncs(24, 7, 2)[1], with data parallel', got['predicted'][1], want['ddp'], why=phrase('Counted in process 0 of 3. "
                                                'Re-read lesson 03, what changes with N processes: at which micro-batches accumulate lets DDP all-reduce. Does the number of processes change '
                                                "that?'))\n",
