@@ -45,7 +45,7 @@ import torch
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import _, format_number, phrase
-from effitrain_lessons.processes import _free_port, _log_tail, end_processes, start_workers
+from effitrain_lessons.processes import end_processes, free_port, log_tail, start_workers
 
 MODES = ("ddp", "local_sgd")
 
@@ -515,7 +515,7 @@ class measuring:
     def __init__(self, configs: list[RunConfig], loop=None, timeout: float = 300.0):
         self.configs, self.loops = _configs_and_loops(configs, loop)
         self.timeout = timeout
-        self.port = str(_free_port())  # notebook_launcher's default port is fixed: two launches would meet
+        self.port = str(free_port())  # notebook_launcher's default port is fixed: two launches would meet
         self.runs: list[list[ProcessReport]] | None = None
         self._folder: Path | None = None
 
@@ -605,7 +605,7 @@ class measuring:
                     phrase(
                         "A training process failed ({kind}); its log ends: {log}",
                         kind=type(error).__name__,
-                        log=_log_tail(str(folder)),
+                        log=log_tail(str(folder)),
                     )
                 ) from None
             forked = getattr(self, "_forked", None)

@@ -50,7 +50,7 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
     with tempfile.TemporaryDirectory(prefix="effitrain-workers-") as folder:
         context = torch.multiprocessing.start_processes(
             _child,
-            args=(num_processes, _free_port(), folder, job, threads),
+            args=(num_processes, free_port(), folder, job, threads),
             nprocs=num_processes,
             join=False,
             start_method="fork",
@@ -73,7 +73,7 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
                 phrase(
                     "A training process failed ({kind}); its log ends: {log}",
                     kind=type(error).__name__,
-                    log=_log_tail(folder),
+                    log=log_tail(folder),
                 )
             ) from None
         finally:
@@ -107,7 +107,7 @@ def _preload() -> None:
     from effitrain_lessons.models import tiny_bert  # noqa: F401  (transformers' BERT)
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
@@ -144,7 +144,7 @@ def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int
     end_processes()
 
 
-def _log_tail(folder: str) -> str:
+def log_tail(folder: str) -> str:
     lines = []
     for log in sorted(Path(folder).glob("rank*.log")):
         text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
