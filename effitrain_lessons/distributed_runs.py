@@ -509,7 +509,7 @@ class measuring:
     seconds have passed since the block began (the launcher then stops the others); a failure or a
     timeout becomes one sentence with the end of the processes' logs; no process outlives the block.
     Where `notebook_launcher` runs the function in this process instead (Colab without two GPUs),
-    the processes are forked as `launch` does, and one line says so.
+    2 processes are forked as `launch` does, and one line says so.
     """
 
     def __init__(self, configs: list[RunConfig], loop=None, timeout: float = 300.0):
@@ -554,10 +554,12 @@ class measuring:
 
     def _run_here(self, *args) -> None:
         if os.getpid() == self._parent:  # the launcher ran it here: fork the processes ourselves
-            say_line = _(
-                "notebook_launcher ran the training in this process; the processes are forked instead."
+            print(
+                _(
+                    "notebook_launcher ran the training in this process, as it does without two GPUs on "
+                    "Colab; the package forks 2 processes instead."
+                )
             )
-            print(say_line)
             self._forked = start_workers(self._job, 2, max(1.0, self._deadline - time.monotonic()))
             return
         rank = int(os.environ.get("RANK", "0"))

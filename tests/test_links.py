@@ -156,7 +156,7 @@ def test_where_the_launcher_runs_the_function_here_the_processes_are_forked(caps
     """notebook_launcher calls the function in the notebook's own process on Colab without two GPUs."""
     with measuring([RunConfig(mode="ddp", steps=3, layers=1)], train, timeout=120) as measured:
         measured()
-    assert "the processes are forked instead" in capsys.readouterr().out
+    assert "the package forks 2 processes instead" in capsys.readouterr().out
     assert [report.distributed_type for report in measured.runs[0]] == ["MULTI_CPU"] * 2
     assert no_children()
 
