@@ -80,10 +80,12 @@ class TreeSampler(threading.Thread):
         return self.peak
 
 
-def run_all(path: Path, timeout: float = 600) -> dict:
-    """Execute every code cell of the notebook at `path` in a fresh kernel; see the module doc."""
+def run_all(path: Path, timeout: float = 600, probe: str = PEAK_PROBE) -> dict:
+    """Execute every code cell of the notebook at `path` in a fresh kernel; see the module doc.
+    `probe` is the last cell, which prints "EFFITRAIN-PEAK " and a JSON object of what it read (the
+    GPU check adds CUDA's peak to it)."""
     notebook = nbformat.read(path, as_version=4)
-    notebook.cells.append(nbformat.v4.new_code_cell(PEAK_PROBE))
+    notebook.cells.append(nbformat.v4.new_code_cell(probe))
     client = NotebookClient(
         notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )

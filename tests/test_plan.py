@@ -3,17 +3,14 @@
 Parameters, gradients and optimizer state are compared exactly with the tensors a real optimizer
 step leaves; saved activations within 10 % of what autograd saves (`record_saved_tensors`, as
 lesson 1 measures), over a grid of shapes of small BERT, GPT-2 and Llama models built from the
-bundled configs. The GPU check (tools/gpu_check.py) is tested here only for what it does on a CPU.
+bundled configs. The GPU check (tools/gpu_check.py) is tested in test_gpu_check.py.
 """
 
 import functools
-import importlib.util
 import itertools
-import json
 import math
 import re
 import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -523,101 +520,6 @@ def test_evaluate_can_fail():
     assert evaluate("2 × (1·sbh·4 B) + 1·as²b·2 B", dims) == 2 * s * b * h * 4 + a * s * s * b * 2
     with pytest.raises(AssertionError):
         evaluate("2 × (1·sbh·4 B) + __import__('os')", dims)
-
-
-# ---------------------------------------------------------------------------------------------
-# The GPU check, where there is no GPU
-
-
-@pytest.fixture(scope="module")
-def gpu_check():
-    spec = importlib.util.spec_from_file_location("gpu_check", ROOT / "tools" / "gpu_check.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_check"] = module  # its dataclasses look their module up there
-    try:
-        spec.loader.exec_module(module)
-        yield module
-    finally:
-        del sys.modules["gpu_check"]
-
-
-def test_gpu_check_without_cuda_says_so_and_writes_nothing(gpu_check, monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    defaults = [ROOT / "benchmarks" / name for name in (gpu_check.MARKDOWN, gpu_check.JSON)]
-    before = [path.stat().st_mtime_ns if path.exists() else None for path in defaults]
-    assert gpu_check.main(["--out", str(tmp_path / "out")]) == 0
-    assert gpu_check.main([]) == 0
-    assert capsys.readouterr().out == (
-        "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`).\n" * 2
-    )
-    assert not (tmp_path / "out").exists()
-    assert [path.stat().st_mtime_ns if path.exists() else None for path in defaults] == before
-
-
-def test_gpu_check_grid_is_small_and_estimates_every_case(gpu_check):
-    cases = gpu_check.cases()
-    assert len(cases) == len(set(cases)) == 64
-    assert {(c.model, c.attention) for c in cases} == {
-        (m, a) for m in gpu_check.SHAPES for a in ("sdpa", "eager")
-    }
-    # one model built per (model, attention): the cases of one come together
-    keys = [(c.model, c.attention) for c in cases]
-    assert keys == sorted(keys, key=keys.index)
-    row = gpu_check.row(cases[0], None, "out of memory", 0.0)
-    assert row["estimate_modelled_bytes"] < row["estimate_total_bytes"] and row["ratio"] is None
-
-
-def test_gpu_check_steps_train(gpu_check):
-    model = plan.build(small_config("gpt2", layers=1))
-    batch = gpu_check.batch_for(model, 2, 16, "cpu")
-    before = [w.detach().clone() for w in model.parameters()]
-    losses = gpu_check.train_steps(model, batch, "bf16", steps=2)
-    assert len(losses) == 2 and all(math.isfinite(loss) for loss in losses)
-    assert all(not torch.equal(old, new) for old, new in zip(before, model.parameters()))
-    # autocast: fp32 weights
-    assert all(w.dtype == torch.float32 and w.grad is None for w in model.parameters())
-
-
-def test_gpu_check_report_format(gpu_check, tmp_path):
-    case = gpu_check.Case("gpt2", 8, 1024, "bf16", "eager", True)
-    fitting = {**gpu_check.row(case, 0, "ok", 1.25)}
-    modelled = fitting["estimate_modelled_bytes"]
-    fitting.update(measured_peak_bytes=int(1.1 * modelled), ratio=1.1)
-    over = {
-        **fitting,
-        "checkpointing": False,
-        "measured_peak_bytes": 2 * fitting["estimate_total_bytes"],
-        "ratio": 2 * fitting["estimate_total_bytes"] / modelled,
-    }
-    oom = gpu_check.row(
-        gpu_check.Case("bert-base-uncased", 32, 512, "fp32", "sdpa", False), None, "out of memory", 3.0
-    )
-    report = {
-        "gpu": "NVIDIA H100 80GB HBM3",
-        "gpu_memory_bytes": 80 * 2**30,
-        "torch": "2.13.0",
-        "cuda": "12.8",
-        "transformers": "5.24.0",
-        "steps": 3,
-        "seconds": 95.0,
-        "rows": [fitting, over, oom],
-    }
-    markdown, saved = gpu_check.write_report(report, tmp_path / "out")
-    assert (markdown.name, saved.name) == ("GPU_CHECK.md", "gpu_check.json")
-    assert json.loads(saved.read_text()) == report
-    text = markdown.read_text()
-    assert "GPU: NVIDIA H100 80GB HBM3 (80.00 GiB); torch 2.13.0 (CUDA 12.8); transformers 5.24.0" in text
-    table = [line for line in text.splitlines() if line.startswith("|")]
-    assert table[0] == (
-        "| model | batch | seq | precision | attention | checkpointing | estimate (modelled) | "
-        "measured peak | measured / modelled | estimate (total) | within total | seconds |"
-    )
-    assert len(table) == 2 + 3 and all(line.count("|") == 13 for line in table)
-    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table[2:]]
-    assert cells[0][:6] == ["gpt2", "8", "1024", "bf16", "eager", "on"] and cells[0][8] == "1.10"
-    assert cells[0][10] == "yes" and cells[1][10] == "no" and cells[1][5] == "off"
-    assert cells[2][7] == "out of memory" and cells[2][8] == cells[2][10] == ""
-    assert "Measured / modelled from 1.10 to" in text and "1 of 2 within the estimate's total" in text
 
 
 def test_an_unknown_setting_and_a_memory_that_is_not_a_number_get_one_sentence():
