@@ -255,7 +255,7 @@ def plot_outer_steps(
     if not runs or not any(runs.values()):
         raise ValueError(_("plot_outer_steps needs at least one run with outer steps."))
     colours = ("#d1495b", "#4c72b0", "#3a9e6f", "#f08c2e", "#8172b2", "#937860")
-    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     for index, (label, steps) in enumerate(runs.items()):
         ax.plot(
             [outer.step for outer in steps],
@@ -280,7 +280,7 @@ def plot_outer_steps(
     ax.set_xlim(0, None)
     ax.set_xlabel(_("inner step at which the outer step was taken"))
     ax.set_ylabel(wrapped(_("outer step ÷ averaged pseudo-gradient (norms)"), 30))
-    ax.legend(fontsize=9, frameon=False, loc="upper left")
+    fig.legend(fontsize=9, frameon=False, loc="outside lower center", ncols=2)
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(wrapped(_(title), 75), fontsize=11)
@@ -292,17 +292,20 @@ def plot_bytes_against_loss(
     points: Mapping[str, list[tuple[float, float]]],
     title: str | None = None,
     baseline: float | None = None,
+    target: tuple[float, float] | None = None,
 ) -> Figure:
     """Validation loss against megabytes sent per process, x on a log scale. `band` maps a label to
     one curve per seed of (MB, loss) pairs (data parallel evaluated along its run): drawn as the
     area between the seeds (gid "band") and their thin lines. `points` maps a run's label to its
-    (MB, loss) pairs, one per seed (gid "runs"). `baseline` is drawn dashed (gid "baseline"). Used
-    by lesson 5: data parallel, Local SGD and DiLoCo on one plane."""
+    (MB, loss) pairs, one per seed (gid "runs"). `baseline` is drawn dashed (gid "baseline");
+    `target`, (low, high), as a faint strip across the plane (gid "target"): where data parallel's
+    seeds ended, so that a run's end reads against it at any bytes. Used by lesson 5: data parallel,
+    Local SGD and DiLoCo on one plane."""
     import numpy as np
 
     if not band and not points:
         raise ValueError(_("plot_bytes_against_loss needs a band or at least one run."))
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")
     for label, curves in band.items():
         if not curves or not all(curves):
             raise ValueError(phrase("plot_bytes_against_loss: {label} has no measurements.", label=label))
@@ -335,10 +338,21 @@ def plot_bytes_against_loss(
             label=phrase("always predicting the label frequencies: {loss:.2f}", loss=baseline),
             gid="baseline",
         )
+    if target is not None:
+        low, high = target
+        ax.axhspan(
+            low,
+            high,
+            color="#4c72b0",
+            alpha=0.08,
+            lw=0,
+            label=phrase("where data parallel ended: {low:.3f} to {high:.3f}", low=low, high=high),
+            gid="target",
+        )
     ax.set_xscale("log")
     ax.set_xlabel(_("MB sent per process (log scale)"))
-    ax.set_ylabel(_("validation loss at the end"))
-    ax.legend(fontsize=8.5, frameon=False, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_ylabel(_("validation loss"))
+    fig.legend(fontsize=8.5, frameon=False, loc="outside lower center", ncols=2)
     ax.spines[["top", "right"]].set_visible(False)
     if title:
         ax.set_title(wrapped(_(title), 75), fontsize=11)
