@@ -1,4 +1,5 @@
-"""Lesson 5's figures: DiLoCo's two optimizers drawn, the runs' training losses, and its explorer.
+"""Lesson 5's figures: DiLoCo's two optimizers drawn, the runs' training losses, the outer step
+against the pseudo-gradient, validation loss against bytes sent, and its explorer.
 
 Used by lesson 5 (from Local SGD to DiLoCo), beside `diloco`, whose runs (`distributed_runs.launch`) measure
 what `plot_diloco_losses` draws. Every `plot_*` and `draw_*` function returns a closed `Figure`
@@ -14,6 +15,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
+from matplotlib.ticker import FuncFormatter
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import _, phrase
@@ -350,6 +352,7 @@ def plot_bytes_against_loss(
             gid="target",
         )
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}"))  # 1, 10: not 10⁰
     ax.set_xlabel(_("MB sent per process (log scale)"))
     ax.set_ylabel(_("validation loss"))
     fig.legend(fontsize=8.5, frameon=False, loc="outside lower center", ncols=2)
