@@ -263,11 +263,13 @@ class OuterStep:
 
 @dataclass
 class Watched:
-    """What `OptimizerWatch` saw in one process of one run: each outer step, and the validation loss
-    after the inner steps it was asked to evaluate at ({step: loss})."""
+    """What `OptimizerWatch` saw in one process of one run: each outer step, the validation loss
+    after the inner steps it was asked to evaluate at ({step: loss}), and the model's state dict
+    after the steps it was asked to keep ({step: state dict}: a model to start another run from)."""
 
     outer_steps: list[OuterStep] = field(default_factory=list)
     validation_losses: dict[int, float] = field(default_factory=dict)
+    kept: dict[int, dict] = field(default_factory=dict)
 
 
 class OptimizerWatch:
@@ -275,8 +277,9 @@ class OptimizerWatch:
 
     `watch(loop, name)` returns the loop wrapped: while it runs, PyTorch's global optimizer step hooks
     see every `step()`. An optimizer over the model's own parameters is the inner one: its steps are
-    counted, and after the steps listed in `evaluate_at` the model's validation loss is read (with
-    data parallel, the parameters every process shares). Any other optimizer is the outer one, over
+    counted, after the steps listed in `evaluate_at` the model's validation loss is read (with
+    data parallel, the parameters every process shares), and after those in `keep_at` its state
+    dict is kept (a warm start for another run). Any other optimizer is the outer one, over
     the global copy: before its step the norm of the gradients it reads (the averaged
     pseudo-gradient) and a copy of the parameters are taken, after it the norm of the change. Each
     process writes what it saw to a file of this watch's folder; `read(name)` returns it, after
@@ -288,16 +291,17 @@ class OptimizerWatch:
         self._folder = tempfile.TemporaryDirectory(prefix="effitrain-diloco-")
         self._validation = None
 
-    def _path(self, name: str, rank: int) -> str:
+    def _path(self, name: str, rank: int, kind: str = "json") -> str:
         import hashlib
         import os
 
-        return os.path.join(self._folder.name, f"{hashlib.sha1(name.encode()).hexdigest()}-{rank}.json")
+        return os.path.join(self._folder.name, f"{hashlib.sha1(name.encode()).hexdigest()}-{rank}.{kind}")
 
-    def watch(self, loop, name: str, evaluate_at=()):
+    def watch(self, loop, name: str, evaluate_at=(), keep_at=()):
         """`loop` (a lesson's `train(config, model, train_set)`), watched under `name`; the model's
-        validation loss is read after each inner step listed in `evaluate_at`."""
-        evaluate_at = frozenset(evaluate_at)
+        validation loss is read after each inner step listed in `evaluate_at`, and its state dict
+        kept after each one listed in `keep_at`."""
+        evaluate_at, keep_at = frozenset(evaluate_at), frozenset(keep_at)
         if evaluate_at and self._validation is None:
             from effitrain_lessons.data import tokenized_mrpc
 
@@ -334,6 +338,10 @@ class OptimizerWatch:
                     inner_steps[0] += 1
                     if inner_steps[0] in evaluate_at:
                         seen.validation_losses[inner_steps[0]] = self._validation_loss(model)
+                    if inner_steps[0] in keep_at:
+                        seen.kept[inner_steps[0]] = {
+                            key: value.detach().clone() for key, value in model.state_dict().items()
+                        }
                     return
                 moved = [p.detach() - old for p, old in zip(before["stepped"], before["values"])]
                 seen.outer_steps.append(OuterStep(inner_steps[0], before["norm"], _norm(moved)))
@@ -345,6 +353,8 @@ class OptimizerWatch:
                 for handle in handles:
                     handle.remove()
             rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+            if seen.kept:
+                torch.save(seen.kept, self._path(name, rank, "pt"))
             with open(self._path(name, rank), "w") as file:
                 json.dump(
                     {
@@ -371,12 +381,17 @@ class OptimizerWatch:
     def read(self, name: str, rank: int = 0) -> Watched:
         """What process `rank` saw in the run watched under `name`."""
         import json
+        import os
+
+        import torch
 
         with open(self._path(name, rank)) as file:
             saved = json.load(file)
+        kept = self._path(name, rank, "pt")
         return Watched(
             [OuterStep(**outer) for outer in saved["outer_steps"]],
             {int(step): loss for step, loss in saved["validation_losses"].items()},
+            torch.load(kept) if os.path.exists(kept) else {},
         )
 
 
