@@ -6,8 +6,10 @@ step every H inner steps, written in a `# @save` cell (built into
 `effitrain_lessons.distributed_runs`, which the two lessons share: `launch` forks the processes,
 `measured_run` counts every all-reduce from outside the loop and fingerprints the parameters. This
 module adds the configuration (`DiLoCoConfig`: H, the outer optimizer, bucketing, the precision of
-the pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, and the
-lesson's table. Its figures are in `diloco_figures`.
+the pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, the
+lesson's table, and `OptimizerWatch`, which measures each outer step against the averaged
+pseudo-gradient (and data parallel's validation loss along its run) from outside the loop, through
+PyTorch's global optimizer step hooks. Its figures are in `diloco_figures`.
 
 The same loop runs as a module under a launcher:
 

@@ -432,7 +432,7 @@ def test_the_watch_measures_each_outer_step_against_the_pseudo_gradient_from_out
             configs,
             launch(
                 list(configs.values()),
-                [watch.watch(train, name, (2, 4) if name == "ddp" else ()) for name in configs],
+                [watch.watch(train, name, *([(2, 4), (4,)] if name == "ddp" else [])) for name in configs],
                 num_processes=2,
             ),
         )
@@ -451,4 +451,8 @@ def test_the_watch_measures_each_outer_step_against_the_pseudo_gradient_from_out
     ddp = watch.read("ddp")
     assert ddp.outer_steps == [] and sorted(ddp.validation_losses) == [2, 4]
     assert ddp.validation_losses[4] == pytest.approx(reports["ddp"][0].eval_loss, abs=1e-6)
+    # the model kept after step 4 is the one the run ended with: a warm start for another run
+    (kept,) = ddp.kept.values()
+    assert list(ddp.kept) == [4] and watch.read("plain").kept == {}
+    assert torch.equal(torch.cat([t.reshape(-1) for t in kept.values()]), reports["ddp"][0].parameters())
     assert reports["plain"][0].synchronizations == 2  # the watch sends nothing of its own
