@@ -6,8 +6,10 @@ step every H inner steps, written in a `# @save` cell (built into
 `effitrain_lessons.distributed_runs`, which the two lessons share: `launch` forks the processes,
 `measured_run` counts every all-reduce from outside the loop and fingerprints the parameters. This
 module adds the configuration (`DiLoCoConfig`: H, the outer optimizer, bucketing, the precision of
-the pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, and the
-lesson's table. Its figures are in `diloco_figures`.
+the pseudo-gradient, Streaming DiLoCo's fragments), the rule its synchronizations follow, the
+lesson's table, and `OptimizerWatch`, which measures each outer step against the averaged
+pseudo-gradient (and data parallel's validation loss along its run) from outside the loop, through
+PyTorch's global optimizer step hooks. Its figures are in `diloco_figures`.
 
 The same loop runs as a module under a launcher:
 
@@ -179,10 +181,14 @@ def row(reports: list[ProcessReport]) -> dict:
 
 
 def results(runs: list[list[ProcessReport]]) -> Table:
-    """Lesson 5's results table: one row per run, as counted in process 0."""
-    rows = []
+    """Lesson 5's results table: one row per run, as counted in process 0. A run whose processes end
+    with different parameters (Streaming DiLoCo between fragments) shows every process's validation
+    loss: one of them alone can match another run's by chance (0.4261 and 0.4261 were 0.42612 and
+    0.42605 in process 0, while process 1 of the streaming run ended at 0.4326)."""
+    rows, apart = [], False
     for reports in runs:
         r = row(reports)
+        apart = apart or not r["equal_at_end"]
         rows.append(
             [
                 r["run"],
@@ -195,7 +201,10 @@ def results(runs: list[list[ProcessReport]]) -> Table:
                 format_number(r["kilobytes_per_sync"], ".0f"),
                 "-" if r["ms_per_sync"] != r["ms_per_sync"] else format_number(r["ms_per_sync"], ".2f"),
                 format_number(r["ms_per_step"], ".1f"),
-                format_number(r["eval_loss"], ".4f"),
+                # processes that end apart (streaming) each have their own loss: all of them, not one
+                format_number(r["eval_loss"], ".4f")
+                if r["equal_at_end"]
+                else " / ".join(format_number(report.eval_loss, ".4f") for report in reports),
                 _("yes") if r["equal_at_end"] else _("NO"),
             ]
         )
@@ -222,8 +231,174 @@ def results(runs: list[list[ProcessReport]]) -> Table:
                 "synchronizations, in the process that arrived last (data parallel's all-reduces run inside "
                 "backward and are not timed)."
             )
-        ],
+        ]
+        + (
+            [
+                _(
+                    "validation loss: where the processes end with different parameters, each "
+                    "process's own, process 0 first."
+                )
+            ]
+            if apart
+            else []
+        ),
     )
+
+
+@dataclass
+class OuterStep:
+    """One outer step as a process saw it: the inner step it followed, the norm of the averaged
+    pseudo-gradient the outer optimizer read as its gradient, and the norm of the step it took (the
+    global parameters after it minus before it). Both over the tensors it stepped (one fragment when
+    streaming)."""
+
+    step: int
+    pseudo_gradient_norm: float
+    outer_step_norm: float
+
+    @property
+    def ratio(self) -> float:
+        """How many times the averaged change the outer step moved the global parameters: 1 for
+        Local SGD (lr 1, no momentum)."""
+        return self.outer_step_norm / self.pseudo_gradient_norm
+
+
+@dataclass
+class Watched:
+    """What `OptimizerWatch` saw in one process of one run: each outer step, the validation loss
+    after the inner steps it was asked to evaluate at ({step: loss}), and the model's state dict
+    after the steps it was asked to keep ({step: state dict}: a model to start another run from)."""
+
+    outer_steps: list[OuterStep] = field(default_factory=list)
+    validation_losses: dict[int, float] = field(default_factory=dict)
+    kept: dict[int, dict] = field(default_factory=dict)
+
+
+class OptimizerWatch:
+    """Watches the optimizers of lesson 5's loop from outside it, in every process of a launch.
+
+    `watch(loop, name)` returns the loop wrapped: while it runs, PyTorch's global optimizer step hooks
+    see every `step()`. An optimizer over the model's own parameters is the inner one: its steps are
+    counted, after the steps listed in `evaluate_at` the model's validation loss is read (with
+    data parallel, the parameters every process shares), and after those in `keep_at` its state
+    dict is kept (a warm start for another run). Any other optimizer is the outer one, over
+    the global copy: before its step the norm of the gradients it reads (the averaged
+    pseudo-gradient) and a copy of the parameters are taken, after it the norm of the change. Each
+    process writes what it saw to a file of this watch's folder; `read(name)` returns it, after
+    `launch`. Nothing inside the loop measures."""
+
+    def __init__(self):
+        import tempfile
+
+        self._folder = tempfile.TemporaryDirectory(prefix="effitrain-diloco-")
+        self._validation = None
+
+    def _path(self, name: str, rank: int, kind: str = "json") -> str:
+        import hashlib
+        import os
+
+        return os.path.join(self._folder.name, f"{hashlib.sha1(name.encode()).hexdigest()}-{rank}.{kind}")
+
+    def watch(self, loop, name: str, evaluate_at=(), keep_at=()):
+        """`loop` (a lesson's `train(config, model, train_set)`), watched under `name`; the model's
+        validation loss is read after each inner step listed in `evaluate_at`, and its state dict
+        kept after each one listed in `keep_at`."""
+        evaluate_at, keep_at = frozenset(evaluate_at), frozenset(keep_at)
+        if evaluate_at and self._validation is None:
+            from effitrain_lessons.data import tokenized_mrpc
+
+            self._validation = tokenized_mrpc()["validation"][:]  # once, here: the forks share it
+
+        def watched(config, model, train_set):
+            import json
+
+            import torch
+            from torch.optim.optimizer import (
+                register_optimizer_step_post_hook,
+                register_optimizer_step_pre_hook,
+            )
+
+            seen = Watched()
+            own = {id(parameter) for parameter in model.parameters()}
+            inner_steps, before = [0], {}
+
+            def is_inner(optimizer):
+                return any(id(p) in own for group in optimizer.param_groups for p in group["params"])
+
+            def pre(optimizer, args, kwargs):
+                if is_inner(optimizer):
+                    return
+                stepped = [
+                    p for group in optimizer.param_groups for p in group["params"] if p.grad is not None
+                ]
+                before["stepped"] = stepped
+                before["values"] = [p.detach().clone() for p in stepped]
+                before["norm"] = _norm([p.grad for p in stepped])
+
+            def post(optimizer, args, kwargs):
+                if is_inner(optimizer):
+                    inner_steps[0] += 1
+                    if inner_steps[0] in evaluate_at:
+                        seen.validation_losses[inner_steps[0]] = self._validation_loss(model)
+                    if inner_steps[0] in keep_at:
+                        seen.kept[inner_steps[0]] = {
+                            key: value.detach().clone() for key, value in model.state_dict().items()
+                        }
+                    return
+                moved = [p.detach() - old for p, old in zip(before["stepped"], before["values"])]
+                seen.outer_steps.append(OuterStep(inner_steps[0], before["norm"], _norm(moved)))
+
+            handles = [register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post)]
+            try:
+                loop(config, model, train_set)
+            finally:
+                for handle in handles:
+                    handle.remove()
+            rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+            if seen.kept:
+                torch.save(seen.kept, self._path(name, rank, "pt"))
+            with open(self._path(name, rank), "w") as file:
+                json.dump(
+                    {
+                        "outer_steps": [vars(outer) for outer in seen.outer_steps],
+                        "validation_losses": seen.validation_losses,
+                    },
+                    file,
+                )
+
+        return watched
+
+    def _validation_loss(self, model) -> float:
+        import torch
+
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                device = next(model.parameters()).device
+                return model(**{k: v.to(device) for k, v in self._validation.items()}).loss.item()
+        finally:
+            model.train(was_training)
+
+    def read(self, name: str, rank: int = 0) -> Watched:
+        """What process `rank` saw in the run watched under `name`."""
+        import json
+        import os
+
+        import torch
+
+        with open(self._path(name, rank)) as file:
+            saved = json.load(file)
+        kept = self._path(name, rank, "pt")
+        return Watched(
+            [OuterStep(**outer) for outer in saved["outer_steps"]],
+            {int(step): loss for step, loss in saved["validation_losses"].items()},
+            torch.load(kept) if os.path.exists(kept) else {},
+        )
+
+
+def _norm(tensors) -> float:
+    return float(sum(float(tensor.double().pow(2).sum()) for tensor in tensors) ** 0.5)
 
 
 def _lesson_05_loop():

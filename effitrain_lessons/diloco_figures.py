@@ -1,4 +1,5 @@
-"""Lesson 5's figures: DiLoCo's two optimizers drawn, the runs' training losses, and its explorer.
+"""Lesson 5's figures: DiLoCo's two optimizers drawn, the runs' training losses, the outer step
+against the pseudo-gradient, validation loss against bytes sent, and its explorer.
 
 Used by lesson 5 (from Local SGD to DiLoCo), beside `diloco`, whose runs (`distributed_runs.launch`) measure
 what `plot_diloco_losses` draws. Every `plot_*` and `draw_*` function returns a closed `Figure`
@@ -14,6 +15,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import FancyArrowPatch
+from matplotlib.ticker import FuncFormatter
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import _, phrase
@@ -241,3 +243,120 @@ def diloco_explorer(
         lambda h, lr: phrase("running H={h}, outer lr {lr:g}...", h=h, lr=lr),
         lambda h, lr: phrase("H={h}, outer lr {lr:g}: measured just now.", h=h, lr=lr),
     )
+
+
+def plot_outer_steps(
+    runs: Mapping[str, list], title: str | None = None, ceiling: float | None = None
+) -> Figure:
+    """Each run's outer steps, as `OptimizerWatch` measured them: against the inner step at which it
+    was taken, how many times the averaged pseudo-gradient the outer step moved the global parameters
+    (`OuterStep.ratio`; 1: Local SGD), one line with a marker per outer step (gid "ratio"). `runs`
+    maps a run's label to its outer steps. `ceiling`, when given, is drawn dashed (gid "ceiling"):
+    lr / (1 − momentum), where a Nesterov step settles when every pseudo-gradient is the same. Used
+    by lesson 5 to show why DiLoCo at H = 8 stalls."""
+    if not runs or not any(runs.values()):
+        raise ValueError(_("plot_outer_steps needs at least one run with outer steps."))
+    colours = ("#d1495b", "#4c72b0", "#3a9e6f", "#f08c2e", "#8172b2", "#937860")
+    fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
+    for index, (label, steps) in enumerate(runs.items()):
+        ax.plot(
+            [outer.step for outer in steps],
+            [outer.ratio for outer in steps],
+            color=colours[index % len(colours)],
+            lw=2.2 if index == 0 else 1.5,
+            marker="o",
+            markersize=4,
+            label=wrapped(label, 45),
+            gid="ratio",
+        )
+    if ceiling is not None:
+        ax.axhline(
+            ceiling,
+            color="#777777",
+            lw=1,
+            linestyle="--",
+            label=phrase("lr / (1 − momentum) = {ceiling:g}", ceiling=ceiling),
+            gid="ceiling",
+        )
+    ax.set_ylim(0, None)
+    ax.set_xlim(0, None)
+    ax.set_xlabel(_("inner step at which the outer step was taken"))
+    ax.set_ylabel(wrapped(_("outer step ÷ averaged pseudo-gradient (norms)"), 30))
+    fig.legend(fontsize=9, frameon=False, loc="outside lower center", ncols=2)
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(wrapped(_(title), 75), fontsize=11)
+    return finish(fig)
+
+
+def plot_bytes_against_loss(
+    band: Mapping[str, list[tuple[float, float]]],
+    points: Mapping[str, list[tuple[float, float]]],
+    title: str | None = None,
+    baseline: float | None = None,
+    target: tuple[float, float] | None = None,
+) -> Figure:
+    """Validation loss against megabytes sent per process, x on a log scale. `band` maps a label to
+    one curve per seed of (MB, loss) pairs (data parallel evaluated along its run): drawn as the
+    area between the seeds (gid "band") and their thin lines. `points` maps a run's label to its
+    (MB, loss) pairs, one per seed (gid "runs"). `baseline` is drawn dashed (gid "baseline");
+    `target`, (low, high), as a faint strip across the plane (gid "target"): where data parallel's
+    seeds ended, so that a run's end reads against it at any bytes. Used by lesson 5: data parallel,
+    Local SGD and DiLoCo on one plane."""
+    import numpy as np
+
+    if not band and not points:
+        raise ValueError(_("plot_bytes_against_loss needs a band or at least one run."))
+    fig, ax = plt.subplots(figsize=(7.5, 5.2), layout="constrained")
+    for label, curves in band.items():
+        if not curves or not all(curves):
+            raise ValueError(phrase("plot_bytes_against_loss: {label} has no measurements.", label=label))
+        sizes = np.array([size for size, _loss in curves[0]])
+        losses = np.array([[loss for _size, loss in curve] for curve in curves])
+        ax.fill_between(sizes, losses.min(0), losses.max(0), color="#8c8c8c", alpha=0.3, lw=0, gid="band")
+        for curve in losses:
+            ax.plot(sizes, curve, color="#8c8c8c", lw=0.8)
+        ax.fill_between([], [], [], color="#8c8c8c", alpha=0.3, label=wrapped(label, 45))
+    colours = ("#f08c2e", "#3a9e6f", "#d1495b", "#4c72b0", "#8172b2", "#937860")
+    markers = ("s", "o", "D", "^", "v", "P")
+    for index, (label, pairs) in enumerate(points.items()):
+        ax.plot(
+            [size for size, _loss in pairs],
+            [loss for _size, loss in pairs],
+            linestyle="none",
+            marker=markers[index % len(markers)],
+            markersize=7,
+            mec="white",
+            color=colours[index % len(colours)],
+            label=wrapped(label, 45),
+            gid="runs",
+        )
+    if baseline is not None:
+        ax.axhline(
+            baseline,
+            color="#777777",
+            lw=1,
+            linestyle="--",
+            label=phrase("always predicting the label frequencies: {loss:.2f}", loss=baseline),
+            gid="baseline",
+        )
+    if target is not None:
+        low, high = target
+        ax.axhspan(
+            low,
+            high,
+            color="#4c72b0",
+            alpha=0.08,
+            lw=0,
+            label=phrase("where data parallel ended: {low:.3f} to {high:.3f}", low=low, high=high),
+            gid="target",
+        )
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _position: f"{value:g}"))  # 1, 10: not 10⁰
+    ax.set_xlabel(_("MB sent per process (log scale)"))
+    ax.set_ylabel(_("validation loss"))
+    fig.legend(fontsize=8.5, frameon=False, loc="outside lower center", ncols=2)
+    ax.spines[["top", "right"]].set_visible(False)
+    if title:
+        ax.set_title(wrapped(_(title), 75), fontsize=11)
+    return finish(fig)

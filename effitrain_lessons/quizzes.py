@@ -350,6 +350,22 @@ QUIZZES: dict[str, tuple[Question, ...]] = {
             ),
         ),
         Question(
+            N_("Why does DiLoCo with the paper's outer optimizer stall at H = 8 on this model?"),
+            [
+                N_("it sends too few bytes to learn"),
+                N_(
+                    "its outer step grows to several times the workers' averaged change: momentum keeps "
+                    "pushing the way earlier rounds went"
+                ),
+                N_("the workers walk apart and their average cancels out"),
+            ],
+            answer=1,
+            why=N_(
+                "Section 4 measured the outer step against the averaged pseudo-gradient: several times it at "
+                "H = 8, near it in the runs that learn. DiLoCo at H = 32 sends even fewer bytes and learns."
+            ),
+        ),
+        Question(
             N_("Bucketing the pseudo-gradient into one flat buffer changes:"),
             [
                 N_("the bytes sent per synchronization"),

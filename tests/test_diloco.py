@@ -17,7 +17,13 @@ import pytest
 import torch
 
 from effitrain_lessons import diloco
-from effitrain_lessons.diloco import DiLoCoConfig, results, row, seconds_per_synchronization
+from effitrain_lessons.diloco import (
+    DiLoCoConfig,
+    OptimizerWatch,
+    results,
+    row,
+    seconds_per_synchronization,
+)
 from effitrain_lessons.distributed_runs import RunConfig, config_of, launch, measured_run
 from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
 from effitrain_lessons.lesson_code.lesson_05 import all_reduce_mean, fragments_of, train
@@ -91,6 +97,24 @@ def test_streaming_syncs_one_fragment_every_h_over_fragments_steps(runs):
     halves = sorted(set(by_round.values()))
     assert len(halves) == 2 and sum(halves) == size  # the two fragments are the whole model
     assert all(0.4 < half / size < 0.6 for half in halves)  # of about equal size
+
+
+def test_streaming_ends_elsewhere_than_plain_diloco_and_the_table_shows_each_process(runs):
+    """Plain DiLoCo and the 2-fragment run at the same H printed the same validation loss in the lesson
+    (0.4261): a coincidence of process 0's rounding, not one schedule run twice. A loop that synced
+    every fragment at once, or fragments that did not split the model, would end where plain
+    DiLoCo ends; and a table showing process 0 alone hides that the processes disagree."""
+    plain, streaming = runs["h8"][0].parameters(), runs["fragments"][0].parameters()
+    assert (plain - streaming).abs().max().item() > 1e-3
+    # 20 steps, a fragment every 4: fragment 1 last synced at step 16, so the processes end apart
+    assert len({report.final_fingerprint for report in runs["fragments"]}) == 2
+    table = results([runs["h5"], runs["fragments"]])  # H = 5 ends on an outer step: one loss
+    losses = [r[10] for r in table.rows]
+    assert "/" not in losses[0] and losses[1] == " / ".join(
+        f"{report.eval_loss:.4f}" for report in runs["fragments"]
+    )
+    assert any("each process's own" in note for note in table.notes)
+    assert not any("each process's own" in note for note in results([runs["h5"]]).notes)
 
 
 def test_data_parallel_in_the_same_loop_all_reduces_gradients_every_step(runs):
@@ -389,3 +413,46 @@ def test_the_lessons_outer_step_matches_torchfts_diloco(tmp_path, h=3, steps=10)
     for bucketed in (True, False):
         ours = torch.tensor(_lesson_outer_step_on_the_toy(h, steps, bucketed))
         assert (ours - oracle).abs().max().item() < 1e-6, bucketed
+
+
+def test_the_watch_measures_each_outer_step_against_the_pseudo_gradient_from_outside_the_loop():
+    """Local SGD's outer step (lr 1, no momentum) moves the global parameters by exactly the averaged
+    pseudo-gradient; Nesterov's first step by lr * (1 + momentum) times it; with fragments each step
+    moves one fragment; data parallel's validation loss is read where asked, and at the end it is
+    the run's own."""
+    watch = OptimizerWatch()
+    configs = {
+        "plain": DiLoCoConfig(h=4, steps=8, layers=1, outer_lr=1.0, outer_momentum=0.0),
+        "nesterov": DiLoCoConfig(h=4, steps=12, layers=1),
+        "fragments": DiLoCoConfig(h=4, steps=8, layers=1, fragments=2, outer_lr=1.0, outer_momentum=0.0),
+        "ddp": DiLoCoConfig(mode="ddp", steps=4, layers=1),
+    }
+    reports = dict(
+        zip(
+            configs,
+            launch(
+                list(configs.values()),
+                [watch.watch(train, name, *([(2, 4), (4,)] if name == "ddp" else [])) for name in configs],
+                num_processes=2,
+            ),
+        )
+    )
+    plain, nesterov = watch.read("plain").outer_steps, watch.read("nesterov").outer_steps
+    assert [step.step for step in plain] == [4, 8] and [step.step for step in nesterov] == [4, 8, 12]
+    assert all(step.pseudo_gradient_norm > 0 and step.ratio == pytest.approx(1.0, rel=1e-4) for step in plain)
+    assert nesterov[0].ratio == pytest.approx(0.7 * 1.9, rel=1e-4)  # b = g, step = lr (g + 0.9 b)
+    assert len({round(step.ratio, 3) for step in nesterov}) == 3  # momentum makes each round differ
+    # both processes saw the same outer steps: the global copy is the same everywhere
+    assert watch.read("nesterov", rank=1).outer_steps == nesterov
+    fragments = watch.read("fragments").outer_steps
+    assert [step.step for step in fragments] == [2, 4, 6, 8]
+    assert all(step.ratio == pytest.approx(1.0, rel=1e-4) for step in fragments)
+    assert watch.read("plain").validation_losses == {}
+    ddp = watch.read("ddp")
+    assert ddp.outer_steps == [] and sorted(ddp.validation_losses) == [2, 4]
+    assert ddp.validation_losses[4] == pytest.approx(reports["ddp"][0].eval_loss, abs=1e-6)
+    # the model kept after step 4 is the one the run ended with: a warm start for another run
+    (kept,) = ddp.kept.values()
+    assert list(ddp.kept) == [4] and watch.read("plain").kept == {}
+    assert torch.equal(torch.cat([t.reshape(-1) for t in kept.values()]), reports["ddp"][0].parameters())
+    assert reports["plain"][0].synchronizations == 2  # the watch sends nothing of its own

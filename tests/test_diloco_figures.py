@@ -242,3 +242,55 @@ def test_the_local_sgd_explorer_keeps_its_controls_and_words(shown):
     slider.value = 16
     menu.value = 4
     assert calls == [(8, 3), (16, 3), (16, 4)] and status.value == "4 processes need 4 devices."
+
+
+# --- the outer step against the pseudo-gradient, and the bytes against the loss -----------------
+
+
+def test_the_outer_step_figure_draws_each_runs_ratio_and_the_ceiling():
+    from effitrain_lessons.diloco import OuterStep
+
+    stalled = [OuterStep(8, 1.0, 1.33), OuterStep(16, 0.5, 1.5), OuterStep(24, 0.2, 1.2)]
+    plain = [OuterStep(8, 1.0, 1.0), OuterStep(16, 0.7, 0.7)]
+    figure = diloco_figures.plot_outer_steps(
+        {"H = 8: stalls": stalled, "lr 1": plain}, title="a message", ceiling=7.0
+    )
+    lines = _by_gid(figure, "ratio")
+    assert [list(line.get_xdata()) for line in lines] == [[8, 16, 24], [8, 16]]
+    assert list(lines[0].get_ydata()) == pytest.approx([1.33, 3.0, 6.0])
+    assert list(lines[1].get_ydata()) == pytest.approx([1.0, 1.0])
+    (ceiling,) = _by_gid(figure, "ceiling")
+    assert list(ceiling.get_ydata()) == [7.0, 7.0]
+    assert figure.axes[0].get_ylim()[0] == 0  # the ratio's zero is on the axis: no trend from noise
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert labels == ["H = 8: stalls", "lr 1", "lr / (1 − momentum) = 7"]
+    assert _png(figure).startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="at least one run with outer steps"):
+        diloco_figures.plot_outer_steps({"data parallel": []})
+
+
+def test_the_bytes_figure_puts_every_run_on_one_log_plane_with_data_parallel_as_a_band():
+    band = {
+        "data parallel": [[(0.3, 0.7), (1.2, 0.64), (40.0, 0.41)], [(0.3, 0.68), (1.2, 0.65), (40.0, 0.44)]]
+    }
+    points = {"DiLoCo, H = 32": [(1.26, 0.426), (1.26, 0.421)], "Local SGD, H = 8": [(5.3, 0.42)]}
+    figure = diloco_figures.plot_bytes_against_loss(
+        band, points, title="a message", baseline=0.641, target=(0.41, 0.44)
+    )
+    (ax,) = figure.axes
+    assert ax.get_xscale() == "log"
+    (area,) = _by_gid(figure, "band")
+    low, high = area.get_paths()[0].vertices[:, 1].min(), area.get_paths()[0].vertices[:, 1].max()
+    assert (low, high) == pytest.approx((0.41, 0.7))  # between the seeds, from end to start
+    runs = _by_gid(figure, "runs")
+    assert [list(run.get_ydata()) for run in runs] == [[0.426, 0.421], [0.42]]
+    assert len(_by_gid(figure, "target")) == 1 and len(_by_gid(figure, "baseline")) == 1
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert labels[:3] == ["data parallel", "DiLoCo, H = 32", "Local SGD, H = 8"]
+    assert "where data parallel ended: 0.410 to 0.440" in labels
+    _laid_out(figure)
+    assert [tick.get_text() for tick in ax.get_xticklabels() if tick.get_text()][:2] == ["0.1", "1"]
+    with pytest.raises(ValueError, match="a band or at least one run"):
+        diloco_figures.plot_bytes_against_loss({}, {})
+    with pytest.raises(ValueError, match="no measurements"):
+        diloco_figures.plot_bytes_against_loss({"data parallel": [[]]}, {})
