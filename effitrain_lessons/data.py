@@ -133,7 +133,17 @@ def tokenized_mrpc(tokenizer=None, max_length: int = 32, source: str = "bundled"
                 max_length=max_length
             )
         )
-    tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
+    if tokenizer is None and source == "bundled":  # the lessons' call: tokenized once per process
+        if max_length not in _TOKENIZED:
+            _TOKENIZED[max_length] = _tokenized(load_tokenizer(), max_length, source)
+        return datasets.DatasetDict(_TOKENIZED[max_length])
+    return _tokenized(tokenizer, max_length, source)
+
+
+_TOKENIZED: dict[int, datasets.DatasetDict] = {}  # the bundled pairs, by max_length
+
+
+def _tokenized(tokenizer, max_length: int, source: str) -> datasets.DatasetDict:
     splits = {}
     for split, data in load_mrpc(source).items():
         rows = data[:]

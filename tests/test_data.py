@@ -285,3 +285,13 @@ def test_hub_download_error_becomes_one_sentence(monkeypatch):
     with pytest.raises(RuntimeError, match=expected) as error:
         data.load_mrpc("hub")
     assert error.value.__suppress_context__
+
+
+def test_the_bundled_pairs_are_tokenized_once_per_process(monkeypatch):
+    from effitrain_lessons import data
+
+    first = data.tokenized_mrpc()
+    monkeypatch.setattr(data, "load_tokenizer", lambda: pytest.fail("tokenized again"))
+    again = data.tokenized_mrpc()
+    assert again is not first and again["train"] is first["train"]  # a new dict, the same rows
+    assert list(again) == list(first) and again["train"].format["type"] == "torch"
