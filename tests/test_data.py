@@ -288,8 +288,6 @@ def test_hub_download_error_becomes_one_sentence(monkeypatch):
 
 
 def test_the_bundled_pairs_are_tokenized_once_per_process(monkeypatch):
-    from effitrain_lessons import data
-
     first = data.tokenized_mrpc()
     monkeypatch.setattr(data, "load_tokenizer", lambda: pytest.fail("tokenized again"))
     again = data.tokenized_mrpc()
