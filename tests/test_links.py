@@ -6,6 +6,7 @@ way when the link gets slower. Every launch starts 2 processes that talk over gl
 """
 
 import math
+import statistics
 import time
 
 import psutil
@@ -84,17 +85,18 @@ def test_each_parameter_all_reduce_and_barrier_waits_what_the_link_asks(delayed)
         calls = len(report.parameter_allreduces) + len(report.barrier_steps)
         assert calls == 3 * 26  # 2 averages and the one on exit; a barrier and 25 tensors each
         assert report.link_seconds == pytest.approx(calls * LATENCY_MS / 1000)
-        for seconds in report.parameter_allreduce_seconds:
-            # what was asked, within timing noise: the link carries one call at a time
-            assert LATENCY_MS / 1000 <= seconds < LATENCY_MS / 1000 + 0.025
+        # what was asked, within timing noise: never less, and the typical call hardly more
+        assert min(report.parameter_allreduce_seconds) >= LATENCY_MS / 1000
+        assert statistics.median(report.parameter_allreduce_seconds) < LATENCY_MS / 1000 + 0.010
 
 
 def test_data_parallel_pays_the_link_in_its_communication_hook(delayed):
     fast, slow = delayed[0][0], delayed[1][0]
     assert len(slow.gradient_allreduces) == 9 and slow.link_seconds == pytest.approx(9 * LATENCY_MS / 1000)
-    # one bucket a step, ready at the end of backward(): nothing hides the 30 ms
-    added = slow.ms_per_step - fast.ms_per_step
-    assert LATENCY_MS - 8 < added < LATENCY_MS + 15
+    # one bucket a step, ready at the end of backward(): nothing hides the 30 ms, in any step
+    steps = [later - earlier for earlier, later in zip(slow.step_starts, slow.step_starts[1:])]
+    assert min(steps) >= LATENCY_MS / 1000
+    assert slow.ms_per_step - fast.ms_per_step < LATENCY_MS + 25
     assert link_milliseconds(slow, Link(LATENCY_MS)) == pytest.approx(LATENCY_MS)
     assert predicted_ms_per_step(fast, slow, Link(LATENCY_MS)) == pytest.approx(fast.ms_per_step + LATENCY_MS)
 
