@@ -246,21 +246,22 @@ def peak_bytes(step: Callable[[], object], device: torch.device | str = "cpu", h
 
 @dataclass(frozen=True)
 class PeakReport(ShowsAsTable):
-    """What a step keeps for the backward pass against the most it holds at once."""
+    """What a step keeps for the backward pass against the most it holds at once: during the forward
+    and backward passes, and with the optimizer's step after them."""
 
-    rows_: list[tuple[str, int, int]]  # (label, saved bytes, peak bytes)
+    steps: list[tuple[str, int, int, int]]  # (label, kept for the backward, peak fwd + bwd, peak with the optimizer)
     device: str
 
     def table(self) -> Table:
         return Table(
-            ["step", "kept for backward", "peak of the step", "peak - kept"],
+            ["step", "kept for backward", "peak: forward and backward", "peak: with AdamW's first step"],
             [
-                [_(label), format_bytes(saved), format_bytes(peak), format_bytes(peak - saved)]
-                for label, saved, peak in self.rows_
+                [_(label), format_bytes(kept), format_bytes(backward), format_bytes(whole)]
+                for label, kept, backward, whole in self.steps
             ],
             notes=[
-                phrase("CUDA: torch.cuda.max_memory_allocated")
+                phrase("peak: torch.cuda.max_memory_allocated, above the parameters")
                 if self.device == "cuda"
-                else phrase("CPU: the storages the step's ops make, counted until freed")
+                else phrase("peak: the storages the step's operations make, counted until freed, above the parameters")
             ],
         )
