@@ -56,7 +56,9 @@ def language_model_batches(
     tokens one place on (next-token prediction). Windows start at random places drawn from `seed`."""
     whole_numbers(batch=batch, seq=seq, count=count)
     if stream.numel() <= seq + 1:
-        raise ValueError(phrase("The stream has {n} tokens: too few for windows of {seq}.", n=stream.numel(), seq=seq))
+        raise ValueError(
+            phrase("The stream has {n} tokens: too few for windows of {seq}.", n=stream.numel(), seq=seq)
+        )
     generator = torch.Generator().manual_seed(seed)
     batches = []
     for _batch in range(count):
@@ -92,8 +94,12 @@ def measure_choice(
     """What one training step of `model` on `ids` keeps for the backward pass and its FLOPs (lesson 1's
     `trace_step`), and its gradients, named as in the plain model. Not timed: see `measure_choices`."""
     if not isinstance(model, torch.nn.Module):
-        raise TypeError(phrase("measure_choice needs a torch.nn.Module, got {kind}.", kind=type(model).__name__))
-    trace = trace_step(model, {"ids": ids}, parameters=model, loss_fn=lambda logits: next_token_loss(logits, targets))
+        raise TypeError(
+            phrase("measure_choice needs a torch.nn.Module, got {kind}.", kind=type(model).__name__)
+        )
+    trace = trace_step(
+        model, {"ids": ids}, parameters=model, loss_fn=lambda logits: next_token_loss(logits, targets)
+    )
     model.zero_grad(set_to_none=True)
     gradients = {name.replace(WRAPPED, ""): grad for name, grad in trace.gradients.items() if name != "ids"}
     return ChoicePoint(label, trace.kept_bytes, trace.flops, None, gradients)
@@ -144,12 +150,21 @@ class ChoiceTable(ShowsAsTable):
                     format_bytes(point.saved_bytes),
                     format_number(point.saved_bytes / base.saved_bytes, ".0%"),
                     format_number((point.flops - base.flops) / base.flops, "+.1%"),
-                    "-" if point.seconds is None else f"{format_number(point.seconds / base.seconds, '.2f')}x",
+                    "-"
+                    if point.seconds is None
+                    else f"{format_number(point.seconds / base.seconds, '.2f')}x",
                     format_number(self.gradient_difference(point.label), ".1g"),
                 ]
             )
         return Table(
-            ["choice", "kept for backward", "of the plain step", "recomputed FLOPs", "time", "gradients: largest difference"],
+            [
+                "choice",
+                "kept for backward",
+                "of the plain step",
+                "recomputed FLOPs",
+                "time",
+                "gradients: largest difference",
+            ],
             rows,
             notes=[
                 phrase(
@@ -226,7 +241,9 @@ class _LiveStorages(TorchDispatchMode):
             self.now -= self.live.pop(key)[1]
 
 
-def peak_bytes(step: Callable[[], object], device: torch.device | str = "cpu", held: Iterable[torch.Tensor] = ()) -> int:
+def peak_bytes(
+    step: Callable[[], object], device: torch.device | str = "cpu", held: Iterable[torch.Tensor] = ()
+) -> int:
     """The most memory `step()` holds at once beyond what existed before it: on CUDA
     `torch.cuda.max_memory_allocated`, elsewhere the bytes of the storages its ops make and still hold
     (the module's docstring says what that leaves out). `held`: tensors that exist before the step
@@ -249,7 +266,9 @@ class PeakReport(ShowsAsTable):
     """What a step keeps for the backward pass against the most it holds at once: during the forward
     and backward passes, and with the optimizer's step after them."""
 
-    steps: list[tuple[str, int, int, int]]  # (label, kept for the backward, peak fwd + bwd, peak with the optimizer)
+    steps: list[
+        tuple[str, int, int, int]
+    ]  # (label, kept for the backward, peak fwd + bwd, peak with the optimizer)
     device: str
 
     def table(self) -> Table:
@@ -262,6 +281,8 @@ class PeakReport(ShowsAsTable):
             notes=[
                 phrase("peak: torch.cuda.max_memory_allocated, above the parameters")
                 if self.device == "cuda"
-                else phrase("peak: the storages the step's operations make, counted until freed, above the parameters")
+                else phrase(
+                    "peak: the storages the step's operations make, counted until freed, above the parameters"
+                )
             ],
         )

@@ -21,7 +21,9 @@ def plot_choices(table, title: str | None = None) -> Figure:
     base = points[0]
     labels = [wrapped(_(p.label), 22) for p in points]
     rows = list(range(len(points)))[::-1]  # the first choice on top
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 1.0 + 0.55 * len(points)), sharey=True, layout="constrained")
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(8, 1.0 + 0.55 * len(points)), sharey=True, layout="constrained"
+    )
     left.barh(rows, [p.saved_bytes / 2**20 for p in points], color=MEMORY_COLOURS["activations"], gid="kept")
     left.set_yticks(rows, labels)
     left.set_xlabel(_("kept for the backward pass (MiB)"))
