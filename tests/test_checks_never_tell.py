@@ -46,7 +46,8 @@ RIGHT = {
     "q_plan_run": ("06_will_it_fit", ['plan_run("bert-large-uncased", "T4", 512, 512)[1]']),
     "q_choose_blocks": (
         "07_checkpoint_your_own_model",
-        ["len(choose_blocks(uneven, uneven_ids, uneven_targets, BUDGET))"],
+        # the blocks chosen, as one number: bit i for block i
+        ["sum(2**i for i in choose_blocks(uneven, uneven_ids, uneven_targets, BUDGET))"],
     ),
 }
 
