@@ -109,7 +109,8 @@ test-lowest: $(LOWEST_STAMP)
 bench: setup sandbox
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
-# Lesson 6's planner against a real GPU (under 5 min): benchmarks/GPU_CHECK.md and gpu_check.json; none without CUDA.
+# Lesson 6's planner against a real GPU, then lesson 7's solution edition run on it (about 6 min):
+# benchmarks/GPU_CHECK.md and gpu_check.json; none without CUDA.
 gpu-check: setup
 	$(BIN)/python tools/gpu_check.py
 

@@ -168,3 +168,44 @@ def test_the_peak_report_and_the_figure(batch):
     gids = {patch.get_gid() for ax in fig.axes for patch in ax.patches}
     assert gids == {"kept", "time"}
     assert math.isclose(fig.axes[1].get_xlim()[0], 0.0)
+
+
+def test_the_gpu_check_runs_lesson_7_and_reports_what_it_printed():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("gpu_check", root / "tools" / "gpu_check.py")
+    gpu_check = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_check"] = gpu_check  # its dataclasses look their module up there
+    try:
+        spec.loader.exec_module(gpu_check)
+        assert "07_checkpoint_your_own_model" in gpu_check.LESSONS_ON_GPU
+        for name in gpu_check.LESSONS_ON_GPU:
+            assert (root / "notebooks" / "solutions" / f"{name}.ipynb").exists()
+        report = {
+            "gpu": "NVIDIA H100 80GB HBM3",
+            "gpu_memory_bytes": 80 * 2**30,
+            "torch": "2.13.0",
+            "cuda": "12.8",
+            "transformers": "5.24.0",
+            "steps": 3,
+            "seconds": 1.0,
+            "rows": [],
+            "lessons": [
+                {
+                    "lesson": "07_checkpoint_your_own_model",
+                    "status": "ran",
+                    "seconds": 42.0,
+                    "printed": ["Using cuda: NVIDIA H100 80GB HBM3 with 79.2 GiB."],
+                }
+            ],
+        }
+        page = gpu_check.markdown(report)
+        assert "## Every lesson on a GPU" in page
+        assert "### 07_checkpoint_your_own_model: ran (42 s)" in page
+        assert "Using cuda: NVIDIA H100" in page
+        assert "Every lesson" not in gpu_check.markdown({**report, "lessons": []})
+    finally:
+        del sys.modules["gpu_check"]

@@ -13,6 +13,12 @@ estimate's "bf16 mixed (master weights)" in bytes per parameter (16 with AdamW),
 
 A shape that runs out of memory is recorded as such; a time budget (--budget, seconds) stops the
 grid early and records what it did not run. Without CUDA the check says so and writes nothing.
+
+Every lesson on a GPU: then the solution editions of the lessons in `LESSONS_ON_GPU` run top to bottom
+on the same GPU (nbclient, their own folder as the working one), so that their GPU paths run where a
+CPU-only test cannot take them (lesson 7: `pick_device` picks CUDA, the peak is
+`torch.cuda.max_memory_allocated`, `save_on_cpu` copies to pinned memory). The report keeps whether
+each ran and what its cells printed. `--no-lessons` leaves them out.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ NO_CUDA = "No CUDA device here: the GPU check runs on a machine with an NVIDIA G
 MARKDOWN = "GPU_CHECK.md"
 JSON = "gpu_check.json"
 DEVICE = "cuda"
+# the lessons whose solution editions the check runs on the GPU, each within LESSON_TIMEOUT seconds a cell
+LESSONS_ON_GPU = ("07_checkpoint_your_own_model",)
+LESSON_TIMEOUT = 600
 
 # (batch, seq) per model: BERT as the course fine-tunes it, GPT-2 at half and full context.
 SHAPES = {
@@ -198,6 +207,45 @@ def run(steps: int, budget: float) -> list[dict]:
     return rows
 
 
+def lessons_on_gpu(names=LESSONS_ON_GPU) -> list[dict]:
+    """Run each lesson's solution edition top to bottom on this machine (its GPU, where `pick_device`
+    finds one) and keep whether it ran, its time and what its cells printed."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    rows = []
+    for name in names:
+        path = ROOT / "notebooks" / "solutions" / f"{name}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        began = time.perf_counter()
+        try:
+            client = NotebookClient(
+                notebook, timeout=LESSON_TIMEOUT, resources={"metadata": {"path": str(path.parent)}}
+            )
+            client.execute()
+            status = "ran"
+        except Exception as error:  # a failed cell, a timeout: recorded, the check goes on
+            last = str(error).strip().splitlines()[-1:] or [""]
+            status = f"failed: {type(error).__name__}: {last[0]}"[:300]
+        printed = [
+            output["text"].rstrip("\n")
+            for cell in notebook.cells
+            if cell.cell_type == "code"
+            for output in cell.get("outputs", [])
+            if output.get("output_type") == "stream" and output.get("name") == "stdout"
+        ]
+        rows.append(
+            {
+                "lesson": name,
+                "status": status,
+                "seconds": round(time.perf_counter() - began, 1),
+                "printed": printed,
+            }
+        )
+        print(f"{name}: {status} ({rows[-1]['seconds']:.0f} s)", flush=True)
+    return rows
+
+
 def machine() -> dict:
     import transformers
 
@@ -255,6 +303,17 @@ def markdown(report: dict) -> str:
             f"Measured / modelled from {min(ratios):.2f} to {max(ratios):.2f} over {len(ratios)} rows; "
             f"{within} of {len(ratios)} within the estimate's total.",
         ]
+    if report.get("lessons"):
+        lines += ["", "## Every lesson on a GPU", ""]
+        for lesson in report["lessons"]:
+            lines += [
+                f"### {lesson['lesson']}: {lesson['status']} ({lesson['seconds']:.0f} s)",
+                "",
+                "```",
+                *lesson["printed"],
+                "```",
+                "",
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -279,6 +338,11 @@ def main(argv: list[str] | None = None) -> int:
         default=270.0,
         help="seconds after which the rows left are not run (default: 270)",
     )
+    parser.add_argument(
+        "--no-lessons",
+        action="store_true",
+        help="leave out running the lessons' solution editions on the GPU",
+    )
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print(NO_CUDA)
@@ -290,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         "steps": args.steps,
         "seconds": round(time.perf_counter() - start, 1),
         "rows": rows,
+        "lessons": [] if args.no_lessons else lessons_on_gpu(),
     }
     for path in write_report(report, args.out):
         print(f"wrote {path}")
