@@ -266,9 +266,8 @@ class PeakReport(ShowsAsTable):
     """What a step keeps for the backward pass against the most it holds at once: during the forward
     and backward passes, and with the optimizer's step after them."""
 
-    steps: list[
-        tuple[str, int, int, int]
-    ]  # (label, kept for the backward, peak fwd + bwd, peak with the optimizer)
+    # (label, kept for the backward pass, peak of forward and backward, peak with the optimizer's step)
+    steps: list[tuple[str, int, int, int]]
     device: str
 
     def table(self) -> Table:
