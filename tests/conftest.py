@@ -53,6 +53,7 @@ UNIT_SECONDS = {
     "tests/test_learning.py": 16,
     "tests/test_diloco.py": 16,
     "tests/test_trainer.py": 15,
+    "notebooks/solutions/07_checkpoint_your_own_model.ipynb": 15,
     "notebooks/solutions/06_will_it_fit.ipynb": 12,
     "notebooks/solutions/01_checkpointing_first_principles.ipynb": 10,
     "tests/test_benchmarks.py": 8,

@@ -393,7 +393,7 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
     shots = ARTIFACTS / "tr" if name.startswith("tr/") else ARTIFACTS
     name = Path(name).name
     assert result.code_cells > 0 and result.executed == result.code_cells
-    if name.startswith(("01", "02", "03", "04", "05", "06")):
+    if name.startswith(("01", "02", "03", "04", "05", "06", "07")):
         assert result.images >= 1, f"{name} shows no figure"
     if name.startswith("01"):  # the segments slider moves the highlighted k and redraws the trade-off figure
         cell = _cell(page, "segments_explorer(")

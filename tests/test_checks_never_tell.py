@@ -44,6 +44,11 @@ RIGHT = {
     "q_communication": ("05_diloco", ['communication(20, 6, 2, False, "fp32")']),
     "q_layer_bytes": ("06_will_it_fit", ["layer_activation_bytes(32, 2, 64, 4, 256)"]),
     "q_plan_run": ("06_will_it_fit", ['plan_run("bert-large-uncased", "T4", 512, 512)[1]']),
+    "q_choose_blocks": (
+        "07_checkpoint_your_own_model",
+        # the blocks chosen, as one number: bit i for block i
+        ["sum(2**i for i in choose_blocks(uneven, uneven_ids, uneven_targets, BUDGET))"],
+    ),
 }
 
 KEEP_MATMULS = """
@@ -168,6 +173,30 @@ WRONG = [
     ("q_plan_run", PLAN_RUN.format(precision="mixed_precision(gpu)", checkpointing=False)),
     ("q_plan_run", 'def plan_run(model, gpu, batch, seq):\n    return "fp16", 2\n'),
     ("q_plan_run", "def plan_run(model, gpu, batch, seq):\n    return [mixed_precision(gpu), 8]\n"),
+    # every block: it fits, but recomputes more than it needs to
+    (
+        "q_choose_blocks",
+        "def choose_blocks(model, ids, targets, budget):\n    return list(range(len(model.blocks)))\n",
+    ),
+    # none: over budget
+    ("q_choose_blocks", "def choose_blocks(model, ids, targets, budget):\n    return []\n"),
+    # the widest blocks first, until it fits: greedy by size recomputes too much
+    (
+        "q_choose_blocks",
+        "def choose_blocks(model, ids, targets, budget):\n"
+        "    plain = measure_choice(model, ids, targets).saved_bytes\n"
+        "    widths = [block.mlp[0].out_features for block in model.blocks]\n"
+        "    order = sorted(range(len(widths)), key=lambda i: -widths[i])\n"
+        "    chosen = []\n"
+        "    for i in order:\n"
+        "        model.checkpointed = set(chosen)\n"
+        "        if measure_choice(model, ids, targets).saved_bytes <= budget:\n"
+        "            break\n"
+        "        chosen.append(i)\n"
+        "    model.checkpointed = set()\n"
+        "    return chosen\n",
+    ),
+    ("q_choose_blocks", "def choose_blocks(model, ids, targets, budget):\n    return (0, 3)\n"),
 ]
 
 

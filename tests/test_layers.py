@@ -126,6 +126,8 @@ LAYERS = {
     "plan": 6,
     "recompute": 6,
     "plan_figures": 6,
+    "own_model": 7,
+    "own_model_figures": 7,
     "viz": OLD_PLACE,
     "cli": COMMAND_LINE,
     "__main__": COMMAND_LINE,
