@@ -80,10 +80,10 @@ class TreeSampler(threading.Thread):
         return self.peak
 
 
-def run_all(path: Path, timeout: float = 600, probe: str = PEAK_PROBE) -> dict:
+def run_all(path: Path, timeout: float = 600, probe: str = PEAK_PROBE, keep_printed: bool = False) -> dict:
     """Execute every code cell of the notebook at `path` in a fresh kernel; see the module doc.
     `probe` is the last cell, which prints "EFFITRAIN-PEAK " and a JSON object of what it read (the
-    GPU check adds CUDA's peak to it)."""
+    GPU check adds CUDA's peak to it); `keep_printed` adds `printed`, what the cells wrote to stdout."""
     notebook = nbformat.read(path, as_version=4)
     notebook.cells.append(nbformat.v4.new_code_cell(probe))
     client = NotebookClient(
@@ -126,10 +126,17 @@ def run_all(path: Path, timeout: float = 600, probe: str = PEAK_PROBE) -> dict:
         {"cell": index, "starts": line, "s": round(seconds, 2)}
         for seconds, index, line in sorted(cell_seconds, reverse=True)[:5]
     ]
+    printed = [
+        output.get("text", "").rstrip("\n")
+        for _, cell in code_cells[:-1]
+        for output in cell.get("outputs", [])
+        if output.get("output_type") == "stream" and output.get("name") == "stdout"
+    ]
     return {
         "run_all_s": run_all_s,
         "first_output_s": first_output_s,
         "tree_peak_pss": tree_peak,
         **peaks,
         "slowest_cells": slowest,
+        **({"printed": printed} if keep_printed else {}),
     }

@@ -181,31 +181,33 @@ def test_the_gpu_check_runs_lesson_7_and_reports_what_it_printed():
     sys.modules["gpu_check"] = gpu_check  # its dataclasses look their module up there
     try:
         spec.loader.exec_module(gpu_check)
-        assert "07_checkpoint_your_own_model" in gpu_check.LESSONS_ON_GPU
-        for name in gpu_check.LESSONS_ON_GPU:
-            assert (root / "notebooks" / "solutions" / f"{name}.ipynb").exists()
+        edition = "notebooks/solutions/07_checkpoint_your_own_model.ipynb"
+        assert edition in gpu_check.KEEP_PRINTED
+        assert edition in [step.name for step in gpu_check.steps(None) if step.part == "lessons"]
+        lesson = {
+            "part": "lessons",
+            "step": edition,
+            "status": "ok",
+            "run_all_s": 12.0,
+            "cuda_used": True,
+            "cuda_peak_allocated": 2**20,
+            "kernel_peak_rss": 2**30,
+            "printed": ["Using cuda: NVIDIA H100 80GB HBM3 with 79.2 GiB."],
+        }
         report = {
             "gpu": "NVIDIA H100 80GB HBM3",
             "gpu_memory_bytes": 80 * 2**30,
+            "capability": [9, 0],
             "torch": "2.13.0",
             "cuda": "12.8",
             "transformers": "5.24.0",
-            "steps": 3,
+            "budget": 450.0,
             "seconds": 1.0,
-            "rows": [],
-            "lessons": [
-                {
-                    "lesson": "07_checkpoint_your_own_model",
-                    "status": "ran",
-                    "seconds": 42.0,
-                    "printed": ["Using cuda: NVIDIA H100 80GB HBM3 with 79.2 GiB."],
-                }
-            ],
+            "rows": [lesson],
         }
         page = gpu_check.markdown(report)
-        assert "## Every lesson on a GPU" in page
-        assert "### 07_checkpoint_your_own_model: ran (42 s)" in page
+        assert f"What {edition} printed on the GPU" in page
         assert "Using cuda: NVIDIA H100" in page
-        assert "Every lesson" not in gpu_check.markdown({**report, "lessons": []})
+        assert "printed on the GPU" not in gpu_check.markdown({**report, "rows": [{**lesson, "printed": []}]})
     finally:
         del sys.modules["gpu_check"]

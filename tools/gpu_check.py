@@ -19,6 +19,9 @@ Three parts, run in this order, each a list of steps:
 3. **planner**: lesson 6's estimate against the peak of real steps, BERT-base and GPT-2 small at real
    shapes (the grid of `cases()`).
 
+Lesson 7's solution edition measures offload (`save_on_cpu`, to pinned memory on a GPU) and the peak
+of a step in its own cells: the report keeps what it printed.
+
 `--dry-run` needs no GPU: it lists every step with its expected time on the GPU, checks that every
 notebook and bundled model config a step needs is there, and runs each part's code on the CPU at a
 tiny size (the executor on a two-cell notebook, the checkpointing and planner steps on a one-layer
@@ -58,6 +61,9 @@ GOAL_S = 480.0  # every step's expected time together: at most 8 minutes
 # Part 1: which editions run. One Turkish edition: lesson 6's, the one whose tables and verdicts
 # carry the most numbers written the Turkish way.
 TURKISH_EDITION = "notebooks/tr/06_will_it_fit.ipynb"
+# Editions whose printed output the report keeps: lesson 7 measures offload (`save_on_cpu` to pinned
+# memory on a GPU) and the peak of a step in its cells, so what it printed is the measurement.
+KEEP_PRINTED = ("notebooks/solutions/07_checkpoint_your_own_model.ipynb",)
 # A lesson's expected time on the GPU machine: the CPU bench's Run All (2 cores, benchmarks/RESULTS.json)
 # is an upper bound; the GPU machine has more cores and the GPU, so half its time after a kernel's
 # start is expected. A guess until the first run: the report records the real times.
@@ -199,8 +205,9 @@ def lesson_step(path: Path, cpu_seconds: float | None) -> Step:
 
         if tiny:  # the executor and the probe, on a two-cell notebook beside the lesson's folder
             return _tiny_notebook_run(run_all)
+        keep = relative in KEEP_PRINTED
         try:
-            measured = run_all(path, timeout=300, probe=CUDA_PROBE)
+            measured = run_all(path, timeout=300, probe=CUDA_PROBE, keep_printed=keep)
         except Exception as error:  # the lesson raised: record it, go on with the others
             return {"notebook": relative, "status": "error", "error": str(error)[:500]}
         return {
@@ -210,6 +217,7 @@ def lesson_step(path: Path, cpu_seconds: float | None) -> Step:
             "cuda_used": measured["cuda_used"],
             "cuda_peak_allocated": measured["cuda_peak_allocated"],
             "kernel_peak_rss": measured["kernel_peak_rss"],
+            **({"printed": measured["printed"]} if keep else {}),
         }
 
     return Step("lessons", relative, expected_lesson_seconds(cpu_seconds), run, [path])
@@ -570,6 +578,9 @@ def markdown(report: dict) -> str:
             f"{r.get('run_all_s', '')} | {used} | {format_bytes(peak) if peak is not None else ''} | "
             f"{format_bytes(r['kernel_peak_rss']) if r.get('kernel_peak_rss') else ''} |"
         )
+    for r in (r for r in rows if r.get("printed")):
+        lines += ["", f"What {r['step']} printed on the GPU (its offload and peak measurements):", "", "```"]
+        lines += [*r["printed"], "```"]
     study = [r for r in rows if r["part"] == "checkpointing"]
     lines += [
         "",
