@@ -45,7 +45,7 @@ import torch
 
 from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.i18n import _, format_number, phrase
-from effitrain_lessons.processes import end_processes, free_port, log_tail, start_workers
+from effitrain_lessons.processes import end_processes, free_port, log_tail, preload, start_workers
 
 MODES = ("ddp", "local_sgd")
 
@@ -530,6 +530,7 @@ class measuring:
         # builds one in the notebook itself); the processes start from a clean state anyway.
         AcceleratorState._reset_state(True)
         self._splits = tokenized_mrpc()  # loaded once, here: the forked processes share it
+        preload()  # and the modules every process imports: shared pages, not a copy in each
         self._folder = Path(tempfile.mkdtemp(prefix="effitrain-launch-"))
         self._parent = os.getpid()
         self._deadline = time.monotonic() + self.timeout

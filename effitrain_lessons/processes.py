@@ -46,7 +46,7 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
             )
         )
     threads = max(1, (os.cpu_count() or 1) // num_processes)
-    _preload()
+    preload()
     with tempfile.TemporaryDirectory(prefix="effitrain-workers-") as folder:
         context = torch.multiprocessing.start_processes(
             _child,
@@ -97,7 +97,7 @@ def end_processes() -> None:
         torch.distributed.destroy_process_group()
 
 
-def _preload() -> None:
+def preload() -> None:
     """Import here, once, what every worker needs: forked workers then share these pages with this
     process instead of each importing (and holding) its own copy, and start training at once."""
     import accelerate.local_sgd  # noqa: F401

@@ -209,3 +209,35 @@ def test_the_report(gpu_check, tmp_path):
     assert cells[0][10] == "yes" and cells[1][10] == "no"
     assert "1 of 2 within the estimate's total" in text
     assert "- [lessons] notebooks/02_x.ipynb: not run (time budget)" in text
+
+
+def test_the_report_keeps_what_lesson_7_printed_on_the_gpu(gpu_check):
+    """Lesson 7 measures offload and the peak of a step in its cells: on a GPU, what it printed is
+    the measurement, so the report keeps it."""
+    edition = "notebooks/solutions/07_checkpoint_your_own_model.ipynb"
+    assert edition in gpu_check.KEEP_PRINTED
+    assert edition in [step.name for step in gpu_check.steps(None) if step.part == "lessons"]
+    lesson = {
+        "part": "lessons",
+        "step": edition,
+        "status": "ok",
+        "run_all_s": 12.0,
+        "cuda_used": True,
+        "cuda_peak_allocated": 2**20,
+        "kernel_peak_rss": 2**30,
+        "printed": ["Using cuda: NVIDIA H100 80GB HBM3 with 79.2 GiB."],
+    }
+    report = {
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "gpu_memory_bytes": 80 * 2**30,
+        "capability": [9, 0],
+        "torch": "2.13.0",
+        "cuda": "12.8",
+        "transformers": "5.24.0",
+        "budget": 450.0,
+        "seconds": 1.0,
+        "rows": [lesson],
+    }
+    page = gpu_check.markdown(report)
+    assert f"What {edition} printed on the GPU" in page and "Using cuda: NVIDIA H100" in page
+    assert "printed on the GPU" not in gpu_check.markdown({**report, "rows": [{**lesson, "printed": []}]})
