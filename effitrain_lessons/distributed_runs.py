@@ -593,8 +593,9 @@ class measuring:
         folder = self._folder
         try:
             self._stop_leftovers()
-            if isinstance(error, KeyboardInterrupt):
-                return False
+            started = any(folder.glob("pid*")) or getattr(self, "_forked", None) is not None
+            if isinstance(error, KeyboardInterrupt) or (error is not None and not started):
+                return False  # not a training process's failure (a typo in the block): as it was
             if error is not None:
                 if (folder / "timed-out").exists():
                     raise RuntimeError(

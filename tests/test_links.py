@@ -172,3 +172,10 @@ def test_a_function_that_wrote_no_report_is_one_sentence():
 
             notebook_launcher(something_else, num_processes=2, use_port=measured.port)
     assert no_children()
+
+
+def test_an_error_before_any_process_starts_is_left_as_it_is():
+    with pytest.raises(NameError):
+        with measuring([RunConfig(mode="ddp", steps=2, layers=1)], train) as measured:
+            notebook_launcher(measured, num_processes=undefined_name)  # noqa: F821
+    assert no_children()
