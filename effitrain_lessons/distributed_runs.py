@@ -490,6 +490,11 @@ def _configs_and_loops(configs, loop) -> tuple[list[RunConfig], list]:
     return configs, loops
 
 
+def _measured_reports(configs: list[RunConfig], loops: list, splits) -> list[dict]:
+    """What one process runs in a launch: every configuration's loop, measured, as report dicts."""
+    return [asdict(measured_run(config, each, splits)) for config, each in zip(configs, loops)]
+
+
 def _collected(per_rank: list[list[dict]], count: int) -> list[list[ProcessReport]]:
     """For each configuration, one ProcessReport per process, in rank order."""
     return [[ProcessReport(**reports[i]) for reports in per_rank] for i in range(count)]
@@ -549,9 +554,7 @@ class measuring:
         return measured
 
     def _job(self) -> list[dict]:
-        return [
-            asdict(measured_run(config, each, self._splits)) for config, each in zip(self.configs, self.loops)
-        ]
+        return _measured_reports(self.configs, self.loops, self._splits)
 
     def _run_here(self, *args) -> None:
         if os.getpid() == self._parent:  # the launcher ran it here: fork the processes ourselves
@@ -665,7 +668,7 @@ def launch(
     splits = tokenized_mrpc()  # once, here: the forked processes share it
 
     def job() -> list[dict]:
-        return [asdict(measured_run(config, each, splits)) for config, each in zip(configs, loops)]
+        return _measured_reports(configs, loops, splits)
 
     return _collected(start_workers(job, num_processes, timeout), len(configs))
 

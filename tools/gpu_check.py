@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from effitrain_lessons import plan  # noqa: E402
+from effitrain_lessons.device import synchronize  # noqa: E402
 from effitrain_lessons.memory import format_bytes  # noqa: E402
 
 NO_CUDA = "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`)."
@@ -130,11 +131,6 @@ def precision_name(precision: str, capability: tuple[int, int] | None) -> str:
 
 def capability_here() -> tuple[int, int] | None:
     return torch.cuda.get_device_capability() if torch.cuda.is_available() else None
-
-
-def synchronize(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 # ---------------------------------------------------------------------------------------------
