@@ -229,7 +229,8 @@ def results(runs: list[list[ProcessReport]]) -> Table:
                 "Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo "
                 "(there is no average on exit). ms in all-reduce per sync: the median over the "
                 "synchronizations, in the process that arrived last (data parallel's all-reduces run inside "
-                "backward and are not timed)."
+                "backward and are not timed). ms per step: from the first step's start to the last one's, "
+                "in the slowest process."
             )
         ]
         + (

@@ -118,7 +118,8 @@ def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
             _(
                 "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps "
                 "for data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB "
-                "sent: all-reduced by process 0."
+                "sent: all-reduced by process 0. ms per step: from the first step's start to the last "
+                "one's, in the slowest process; the set-up and the average on exit are left out."
             )
         ],
     )
