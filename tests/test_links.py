@@ -93,10 +93,16 @@ def test_each_parameter_all_reduce_and_barrier_waits_what_the_link_asks(delayed)
 def test_data_parallel_pays_the_link_in_its_communication_hook(delayed):
     fast, slow = delayed[0][0], delayed[1][0]
     assert len(slow.gradient_allreduces) == 9 and slow.link_seconds == pytest.approx(9 * LATENCY_MS / 1000)
+
     # one bucket a step, ready at the end of backward(): nothing hides the 30 ms, in any step
-    steps = [later - earlier for earlier, later in zip(slow.step_starts, slow.step_starts[1:])]
-    assert min(steps) >= LATENCY_MS / 1000
-    assert slow.ms_per_step - fast.ms_per_step < LATENCY_MS + 25
+    def steps(report):
+        return [later - earlier for earlier, later in zip(report.step_starts, report.step_starts[1:])]
+
+    assert min(steps(slow)) >= LATENCY_MS / 1000
+    # and it adds hardly more: the typical step (a median, which one step slowed by other work on
+    # the machine does not move) is at most 25 ms longer than the link asks
+    added = statistics.median(steps(slow)) - statistics.median(steps(fast))
+    assert 1000 * added < LATENCY_MS + 25
     assert link_milliseconds(slow, Link(LATENCY_MS)) == pytest.approx(LATENCY_MS)
     assert predicted_ms_per_step(fast, slow, Link(LATENCY_MS)) == pytest.approx(fast.ms_per_step + LATENCY_MS)
 
