@@ -473,7 +473,8 @@ def markdown(results: dict) -> str:
         lines += [
             "## 5. The planner (`effitrain plan`, lesson 6) against measurement",
             "",
-            '`effitrain_lessons.plan.estimate(..., device="cpu")` against the bytes saved for backward, '
+            '`effitrain_lessons.will_it_fit.plan.estimate(..., device="cpu")` against the bytes saved for '
+            "backward, "
             "measured as lesson 1 measures them (saved-tensor hooks, each storage once), for real widths "
             "at a few layers, fp32, dropout as the config has it, with and without full checkpointing, "
             "eager and SDPA attention. Goal: within 10 %. Parameters, gradients and AdamW state: the "

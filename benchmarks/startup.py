@@ -16,8 +16,8 @@ IMPORTS = {
     "python alone": "pass",
     "effitrain_lessons": "import effitrain_lessons",
     "effitrain_lessons + torch": "import effitrain_lessons, torch",
-    "effitrain_lessons.trainer (transformers)": "import effitrain_lessons.trainer",
-    "effitrain_lessons.local_sgd (accelerate)": "import effitrain_lessons.local_sgd",
+    "effitrain_lessons.with_trainer.trainer (transformers)": "import effitrain_lessons.with_trainer.trainer",
+    "effitrain_lessons.local_sgd.runs (accelerate)": "import effitrain_lessons.local_sgd.runs",
 }
 
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import torch
 
-from effitrain_lessons.memory import measure_step
-from effitrain_lessons.models import tiny_bert
-from effitrain_lessons.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
+from effitrain_lessons.shared.memory import measure_step
+from effitrain_lessons.shared.models import tiny_bert
+from effitrain_lessons.will_it_fit.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
 
 # (name, config overrides, micro-batch, sequence length); fp32 on the CPU, dropout on (its masks
 # are part of Korthikanti's count).
@@ -111,7 +111,7 @@ def activation_anchors() -> list[dict]:
 
 def segment_anchor() -> dict:
     """Lesson 1's deep stack (36 blocks of Linear + Tanh, width 256, batch 64), every divisor k."""
-    from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments
+    from effitrain_lessons.first_principles.checkpointing import deep_stack, stack_input, sweep_segments
 
     stack = deep_stack(n_blocks=36, width=256, seed=0)
     sweep = sweep_segments(stack, stack_input(stack, batch=64, seed=0))
@@ -132,8 +132,8 @@ def segment_anchor() -> dict:
 def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) -> list[dict]:
     """Lesson 4's setting (1-layer tiny BERT, 112 micro-batches of 16 per process, 2 processes):
     data parallel and Local SGD for K in {1, 2, 4, 8, 16}, all for the same number of steps."""
-    from effitrain_lessons.distributed_runs import RunConfig, launch, summary
-    from effitrain_lessons.lesson_code.lesson_04 import train
+    from effitrain_lessons.local_sgd.saved import train
+    from effitrain_lessons.shared.distributed_runs import RunConfig, launch, summary
 
     configs = [RunConfig(mode="ddp", steps=steps, layers=layers)]
     configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
@@ -171,10 +171,10 @@ def diloco_anchor(
     parallel (two seeds), Local SGD (lesson 4's loop) and DiLoCo (lesson 5's, outer SGD lr 0.7 with
     Nesterov momentum 0.9) at each H, and H = 1 (lr 1, no momentum) with one call per tensor and with
     one flat buffer, over 32 steps."""
-    from effitrain_lessons.diloco import DiLoCoConfig, row
-    from effitrain_lessons.distributed_runs import RunConfig, launch
-    from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
-    from effitrain_lessons.lesson_code.lesson_05 import train
+    from effitrain_lessons.diloco.runs import DiLoCoConfig, row
+    from effitrain_lessons.diloco.saved import train
+    from effitrain_lessons.local_sgd.saved import train as local_sgd_train
+    from effitrain_lessons.shared.distributed_runs import RunConfig, launch
 
     plan = [
         (DiLoCoConfig(mode="ddp", steps=steps, layers=layers), train),
@@ -261,10 +261,10 @@ def _plan_inputs(model, batch: int, seq: int) -> dict:
 
 
 def plan_anchor() -> list[dict]:
-    """`effitrain_lessons.plan`'s estimate against the bytes saved for backward (measured as lesson 1
-    measures them) and against tensors counted after a real AdamW step."""
-    from effitrain_lessons import plan
-    from effitrain_lessons.memory import record_saved_tensors, training_memory
+    """`effitrain_lessons.will_it_fit.plan`'s estimate against the bytes saved for backward (measured as
+    lesson 1 measures them) and against tensors counted after a real AdamW step."""
+    from effitrain_lessons.shared.memory import record_saved_tensors, training_memory
+    from effitrain_lessons.will_it_fit import plan
 
     rows = []
     for name, bundled, overrides, batch, seq in PLAN_SHAPES:

@@ -11,7 +11,7 @@ package brings a different lesson and the learner says yes at the prompt, and th
 under a dated name.
 
 `effitrain lab --lang tr` opens the Turkish editions the same way: the checkout's notebooks/tr/, or
-a copy of the installed ones in `<dir>/tr/`, and the lab speaks Turkish (`effitrain_lessons.i18n`).
+a copy of the installed ones in `<dir>/tr/`, and the lab speaks Turkish (`effitrain_lessons.shared.i18n`).
 What `lab` and `info` print is in the language in use; the command's help stays English.
 """
 
@@ -31,10 +31,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from effitrain_lessons import __version__
-from effitrain_lessons.arguments import add_fields
-from effitrain_lessons.checks import installed_lessons
-from effitrain_lessons.hub import hub_reachable, offline_by_choice
-from effitrain_lessons.i18n import DEFAULT, LANGUAGES, _, phrase, use_language
+from effitrain_lessons.shared.arguments import add_fields
+from effitrain_lessons.shared.checks import installed_lessons
+from effitrain_lessons.shared.hub import hub_reachable, offline_by_choice
+from effitrain_lessons.shared.i18n import DEFAULT, LANGUAGES, _, phrase, use_language
 
 PACKAGES = [
     "torch",
@@ -130,7 +130,7 @@ def copy_lessons(folder: Path, source: Path | None = None, confirm: Callable[[st
 
 
 def info_lines() -> list[str]:
-    from effitrain_lessons.device import describe_device
+    from effitrain_lessons.shared.device import describe_device
 
     lines = [
         phrase(
@@ -234,7 +234,7 @@ def run_plan(args: argparse.Namespace) -> int:
     (default: every preset)."""
     import dataclasses
 
-    from effitrain_lessons import plan
+    from effitrain_lessons.will_it_fit import plan
 
     try:
         settings = plan.Settings(**{f.name: getattr(args, f.name) for f in dataclasses.fields(plan.Settings)})
@@ -326,19 +326,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _bundled_models() -> list[str]:
-    from effitrain_lessons.plan import bundled_models
+    from effitrain_lessons.will_it_fit.plan import bundled_models
 
     return bundled_models()
 
 
 def _gpu_names() -> list[str]:
-    from effitrain_lessons.plan import GPUS
+    from effitrain_lessons.will_it_fit.plan import GPUS
 
     return list(GPUS)
 
 
 def _plan_settings():
-    from effitrain_lessons.plan import Settings
+    from effitrain_lessons.will_it_fit.plan import Settings
 
     return Settings
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from effitrain_lessons.i18n import ENVIRONMENT
+from effitrain_lessons.shared.i18n import ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER_FILE = "tests/test_browser.py"

@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 from test_translations import english_words
 
-from effitrain_lessons.i18n import translator
+from effitrain_lessons.shared.i18n import translator
 
 pytestmark = pytest.mark.browser
 

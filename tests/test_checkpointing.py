@@ -12,11 +12,12 @@ import pytest
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-from effitrain_lessons import checkpointing as ckpt
-from effitrain_lessons import checkpointing_figures, checks
 from effitrain_lessons.course.lessons import ROOT, edition_paths, read_test_file
-from effitrain_lessons.memory import measure_step, record_saved_tensors, training_memory
-from effitrain_lessons.tracing import trace_step
+from effitrain_lessons.first_principles import checkpointing as ckpt
+from effitrain_lessons.first_principles import figures as checkpointing_figures
+from effitrain_lessons.shared import checks
+from effitrain_lessons.shared.memory import measure_step, record_saved_tensors, training_memory
+from effitrain_lessons.shared.tracing import trace_step
 
 LESSON = "01_checkpointing_first_principles"
 FLOAT32 = 4
@@ -225,7 +226,7 @@ def test_sweep_restores_the_thread_count():
 
 
 def test_in_eval_mode_checkpointing_saves_as_much_as_no_checkpointing():
-    from effitrain_lessons.models import tiny_bert
+    from effitrain_lessons.shared.models import tiny_bert
 
     torch.manual_seed(0)
     model = tiny_bert(num_hidden_layers=2)
@@ -440,8 +441,8 @@ def test_selective_can_keep_more_than_no_checkpointing():
 def test_lesson_01_public_check_compares_predictions_with_the_measurement():
     from torch.utils.checkpoint import CheckpointPolicy
 
-    from effitrain_lessons.checks import Notebook
     from effitrain_lessons.course.lessons import ROOT, edition_paths
+    from effitrain_lessons.shared.checks import Notebook
 
     grader = Notebook(str(ROOT / edition_paths("01_checkpointing_first_principles")["learner"]))
     inputs = ckpt.two_matmuls_inputs(batch=32, width=64, hidden=128, seed=0)

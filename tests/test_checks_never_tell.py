@@ -17,9 +17,9 @@ import re
 import pytest
 import torch
 
-from effitrain_lessons import checks
 from effitrain_lessons.course import grade
 from effitrain_lessons.course.lessons import load_lesson
+from effitrain_lessons.shared import checks
 
 # question -> (lesson, expressions whose value under the solution is the answer a check must not show)
 RIGHT = {

@@ -160,7 +160,7 @@ def test_lab_without_jupyterlab_copies_the_lessons_and_says_what_to_install(tmp_
 
 
 def test_in_a_checkout_the_turkish_lessons_are_its_notebooks_tr():
-    from effitrain_lessons.checks import installed_lessons
+    from effitrain_lessons.shared.checks import installed_lessons
 
     assert cli.edition_folder(cli.checkout_lessons(), "tr") == ROOT / "notebooks" / "tr"
     assert installed_lessons("tr") == installed_lessons() / "tr" == ROOT / "notebooks" / "tr"
@@ -279,7 +279,7 @@ def test_lab_in_turkish_without_turkish_editions_says_so(jupyterlab, tmp_path, m
 
 
 def test_plan_prints_the_breakdown_and_a_verdict_for_every_gpu(monkeypatch, capsys):
-    from effitrain_lessons import plan
+    from effitrain_lessons.will_it_fit import plan
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     assert (
@@ -296,7 +296,7 @@ def test_plan_prints_the_breakdown_and_a_verdict_for_every_gpu(monkeypatch, caps
 
 
 def test_plan_json_is_the_estimate_and_the_verdicts(capsys):
-    from effitrain_lessons import plan
+    from effitrain_lessons.will_it_fit import plan
 
     assert (
         cli.main(
@@ -353,7 +353,7 @@ def test_plan_answers_bad_input_with_one_sentence(arguments, says, capsys):
 
 
 def test_plan_reads_a_local_config_folder(tmp_path, capsys):
-    from effitrain_lessons import plan
+    from effitrain_lessons.will_it_fit import plan
 
     _, config = plan._read_config("gpt2")
     (tmp_path / "config.json").write_text(json.dumps({**config, "n_layer": 2}))
@@ -364,7 +364,7 @@ def test_plan_reads_a_local_config_folder(tmp_path, capsys):
 
 
 def test_plan_answers_for_every_bundled_model_offline_with_a_verdict_for_every_gpu(monkeypatch, capsys):
-    from effitrain_lessons import plan
+    from effitrain_lessons.will_it_fit import plan
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(

@@ -1,4 +1,5 @@
-"""Tests for effitrain_lessons.data: the bundled MRPC-style data, its tokenizer and the model-ready splits.
+"""Tests for effitrain_lessons.shared.data: the bundled MRPC-style data, its tokenizer and the
+model-ready splits.
 
 All offline and fast: nothing here needs a network or trains for more than one step.
 """
@@ -14,7 +15,7 @@ import datasets
 import pytest
 import torch
 
-from effitrain_lessons import data, hub, models
+from effitrain_lessons.shared import data, hub, models
 
 SIZES = {"train": 2400, "validation": 300, "test": 300}
 SHIPPED = data._data_dir()

@@ -1,6 +1,6 @@
 """Tests for lesson 5: DiLoCo's outer step in lesson 4's loop, on real processes (2, gloo, CPU).
 
-The lesson's loop is `effitrain_lessons/lesson_code/lesson_05.py` (built from the lesson's `# @save`
+The lesson's loop is `effitrain_lessons/diloco/saved.py` (built from the lesson's `# @save`
 cell). Three things hold it: the rule its synchronizations follow, counted by lesson 4's
 instrumentation; its equivalence with `accelerate`'s `LocalSGD` (lesson 4's loop) when the outer
 optimizer is SGD at lr 1 without momentum; and a second, plainly written single-process simulation
@@ -16,18 +16,18 @@ import sys
 import pytest
 import torch
 
-from effitrain_lessons import diloco
-from effitrain_lessons.diloco import (
+from effitrain_lessons.diloco import runs as diloco
+from effitrain_lessons.diloco.runs import (
     DiLoCoConfig,
     OptimizerWatch,
     results,
     row,
     seconds_per_synchronization,
 )
-from effitrain_lessons.distributed_runs import RunConfig, config_of, launch, measured_run
-from effitrain_lessons.lesson_code.lesson_04 import train as local_sgd_train
-from effitrain_lessons.lesson_code.lesson_05 import all_reduce_mean, fragments_of, train
-from effitrain_lessons.models import tiny_bert
+from effitrain_lessons.diloco.saved import all_reduce_mean, fragments_of, train
+from effitrain_lessons.local_sgd.saved import train as local_sgd_train
+from effitrain_lessons.shared.distributed_runs import RunConfig, config_of, launch, measured_run
+from effitrain_lessons.shared.models import tiny_bert
 
 STEPS = 20
 
@@ -283,7 +283,7 @@ def test_module_runs_under_accelerate_launch_on_two_processes():
             sys.executable,
             *ACCELERATE_LAUNCH,
             "-m",
-            "effitrain_lessons.diloco",
+            "effitrain_lessons.diloco.runs",
             "--h",
             "4",
             "--steps",
@@ -308,7 +308,7 @@ def test_module_says_what_is_wrong_with_a_setting(capsys):
 
 
 def test_the_label_frequency_loss_is_what_a_model_that_learned_nothing_scores():
-    from effitrain_lessons.data import tokenized_mrpc
+    from effitrain_lessons.shared.data import tokenized_mrpc
 
     labels = torch.as_tensor(tokenized_mrpc()["validation"]["labels"])
     frequencies = torch.bincount(labels).double() / labels.numel()
@@ -320,8 +320,8 @@ def test_the_label_frequency_loss_is_what_a_model_that_learned_nothing_scores():
 
 
 def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
-    from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
+    from effitrain_lessons.shared import checks
 
     grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("05_diloco")["learner"]))
 
@@ -363,8 +363,8 @@ def _lesson_outer_step_on_the_toy(h: int, steps: int, bucketed: bool) -> list[li
 
     from diloco_torchft import toy_input, toy_model  # tests/ is on the path under pytest
 
-    from effitrain_lessons.lesson_code.lesson_05 import outer_step
-    from effitrain_lessons.processes import start_workers
+    from effitrain_lessons.diloco.saved import outer_step
+    from effitrain_lessons.shared.processes import start_workers
 
     def job():
         torch.distributed.init_process_group("gloo")

@@ -13,8 +13,8 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from effitrain_lessons import diloco_figures
-from effitrain_lessons.local_sgd_figures import local_sgd_explorer
+from effitrain_lessons.diloco import figures as diloco_figures
+from effitrain_lessons.local_sgd.figures import local_sgd_explorer
 
 
 def _png(figure: Figure) -> bytes:
@@ -248,7 +248,7 @@ def test_the_local_sgd_explorer_keeps_its_controls_and_words(shown):
 
 
 def test_the_outer_step_figure_draws_each_runs_ratio_and_the_ceiling():
-    from effitrain_lessons.diloco import OuterStep
+    from effitrain_lessons.diloco.runs import OuterStep
 
     stalled = [OuterStep(8, 1.0, 1.33), OuterStep(16, 0.5, 1.5), OuterStep(24, 0.2, 1.2)]
     plain = [OuterStep(8, 1.0, 1.0), OuterStep(16, 0.7, 0.7)]

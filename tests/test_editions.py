@@ -17,8 +17,8 @@ import zipfile
 import pytest
 
 import effitrain_lessons
-from effitrain_lessons import checks, colab
 from effitrain_lessons.course import build as editions
+from effitrain_lessons.shared import checks, colab
 
 ROOT = editions.ROOT
 LESSONS = editions.lesson_names()
@@ -131,7 +131,7 @@ def test_every_edition_starts_with_the_setup_cell(name, kind):
     assert not re.search(r"^\s*[%!]", source(first), flags=re.MULTILINE), "no IPython magics"
     second = read(name, kind)["cells"][1]
     assert source(second).endswith(
-        f'from effitrain_lessons.checks import Notebook\ngrader = Notebook("{name}.ipynb")'
+        f'from effitrain_lessons.shared.checks import Notebook\ngrader = Notebook("{name}.ipynb")'
     )
 
 
@@ -160,7 +160,7 @@ def test_the_setup_cell_says_in_one_sentence_what_to_do_without_the_package(monk
 
 
 def test_the_turkish_setup_cell_says_it_in_turkish(monkeypatch):
-    from effitrain_lessons.i18n import translator
+    from effitrain_lessons.shared.i18n import translator
 
     monkeypatch.setitem(sys.modules, "effitrain_lessons", None)
     with pytest.raises(ImportError) as raised:

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from effitrain_lessons import plan
-from effitrain_lessons.diloco import DiLoCoConfig
-from effitrain_lessons.distributed_runs import RunConfig
+from effitrain_lessons.diloco.runs import DiLoCoConfig
+from effitrain_lessons.shared.distributed_runs import RunConfig
+from effitrain_lessons.will_it_fit import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,11 +22,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from effitrain_lessons import checks
-from effitrain_lessons.checks import HONEST
 from effitrain_lessons.course import grade, lessons, report, review, sandbox, submissions
 from effitrain_lessons.course.lessons import ROOT, edition_paths, load_lesson
-from effitrain_lessons.i18n import translator
+from effitrain_lessons.shared import checks
+from effitrain_lessons.shared.checks import HONEST
+from effitrain_lessons.shared.i18n import translator
 
 LESSONS = lessons.lesson_names()
 SANDBOX = sandbox.sandbox_problem()
@@ -918,4 +918,4 @@ def test_every_edition_uses_the_honest_grader():
     for name in LESSONS:
         for kind in ("learner", "solution"):
             init = next(c for c in edition(name, kind)["cells"] if c["id"] == "otter-init")
-            assert "from effitrain_lessons.checks import Notebook" in "".join(init["source"])
+            assert "from effitrain_lessons.shared.checks import Notebook" in "".join(init["source"])

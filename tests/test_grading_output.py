@@ -20,7 +20,7 @@ from test_grading import RIGHT_00, answer_00, needs_sandbox, write
 
 from effitrain_lessons.course import grade, report, worker
 from effitrain_lessons.course.lessons import lesson_names, load_lesson
-from effitrain_lessons.i18n import translator
+from effitrain_lessons.shared.i18n import translator
 
 # What must never reach a terminal, a spreadsheet or a feedback file raw.
 DANGEROUS = (

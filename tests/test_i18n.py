@@ -1,4 +1,4 @@
-"""effitrain_lessons.i18n: English by default, the catalog's Turkish once a notebook asks for it."""
+"""effitrain_lessons.shared.i18n: English by default, the catalog's Turkish once a notebook asks for it."""
 
 import copy
 import os
@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from effitrain_lessons import i18n
-from effitrain_lessons.tables import Table
+from effitrain_lessons.shared import i18n
+from effitrain_lessons.shared.tables import Table
 
 
 @pytest.fixture()
@@ -54,7 +54,7 @@ def test_a_language_the_lessons_do_not_speak_gets_one_sentence():
 
 
 def test_processes_a_lesson_starts_speak_its_language(turkish):
-    code = "from effitrain_lessons.i18n import _; print(_('hidden tests: {passed} of {total} passed'))"
+    code = "from effitrain_lessons.shared.i18n import _; print(_('hidden tests: {passed} of {total} passed'))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ), check=True
     ).stdout

@@ -1,4 +1,4 @@
-"""A graded case judged on plain data (`effitrain_lessons.judging`, `grade.judge_case`): what crosses
+"""A graded case judged on plain data (`effitrain_lessons.shared.judging`, `grade.judge_case`): what crosses
 from a learner's process is read strictly, and every case of every lesson is split so that its
 judgement needs nothing but that data."""
 
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import torch
 
-from effitrain_lessons import judging
 from effitrain_lessons.course import grade
 from effitrain_lessons.course.lessons import lesson_names, load_lesson
-from effitrain_lessons.judging import Opaque, close, decode, encode, plain, split_case
+from effitrain_lessons.shared import judging
+from effitrain_lessons.shared.judging import Opaque, close, decode, encode, plain, split_case
 
 JUDGEMENT_NAMES = {"got", "want", "plain", "close", "phrase", "check_prediction", "math", "np"}
 

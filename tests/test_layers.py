@@ -5,25 +5,32 @@ lesson's code in one place.
 runtime; nothing a lesson's kernel imports may import `course`. Only the command line (`cli`)
 reaches into it, and only when an instructor's subcommand runs.
 
-Within the runtime, every module is one lesson's (its measuring module, its figures beside it) or
-shared by the lessons (`LAYERS`); a lesson's module imports only shared modules and its own
-lesson's, a shared module only shared ones; no module imports another's private names; and no
-two modules import each other, directly or around a loop, anywhere in their code.
+Within the runtime, every module is one lesson's (in the package the manifest,
+`effitrain_lessons.lessons`, names for it: its measuring, figures, quiz and `# @save` code) or
+shared by the lessons (`effitrain_lessons.shared`, and the manifest); a lesson's module imports only
+shared modules and its own lesson's, a shared module only shared ones; no module imports another's
+private names; and no two modules import each other, directly or around a loop, anywhere in their
+code. At most eight modules stay at the top of the package.
 """
 
 import ast
-import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from effitrain_lessons.lessons import LESSONS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "effitrain_lessons"
 DISPATCHERS = {"cli.py", "__main__.py"}
 
 
 def runtime_modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.glob("*.py") if p.name not in DISPATCHERS)
+    return sorted(
+        p
+        for p in PACKAGE.rglob("*.py")
+        if p.name not in DISPATCHERS and "course" not in p.relative_to(PACKAGE).parts[:1]
+    )
 
 
 def imports_course(path: Path) -> list[str]:
@@ -67,7 +74,11 @@ def loaded_after_importing(names: list[str], prefix: str) -> list[str]:
 
 
 def test_importing_the_whole_runtime_loads_none_of_the_tooling():
-    names = [f"effitrain_lessons.{p.stem}" for p in runtime_modules() if p.stem != "__init__"]
+    names = [
+        ".".join(["effitrain_lessons", *p.relative_to(PACKAGE).with_suffix("").parts])
+        for p in runtime_modules()
+        if p.stem != "__init__"
+    ]
     assert loaded_after_importing(names, "effitrain_lessons.course") == []
 
 
@@ -79,60 +90,28 @@ def test_no_edition_imports_the_course_tooling():
 
 
 # ---------------------------------------------------------------------------------------------
-# A lesson's code in one place: every module belongs to one lesson, or is shared by the lessons
+# A lesson's code in one place: every module is one lesson's (in the package the manifest names for
+# it) or shared by the lessons (effitrain_lessons.shared, and the manifest itself)
 
 SHARED = "shared"  # any lesson may import it; it imports only shared modules
-# kept for learners' notebooks (effitrain_lessons.moved); nothing in the package imports it
-OLD_PLACE = "old place"
 COMMAND_LINE = "command line"  # the dispatcher: it may reach into any module
-
-LAYERS = {
-    "__init__": SHARED,
-    "arguments": SHARED,
-    "tables": SHARED,
-    "i18n": SHARED,
-    "moved": SHARED,
-    "device": SHARED,
-    "memory": SHARED,
-    "tracing": SHARED,
-    "data": SHARED,
-    "models": SHARED,
-    "metrics": SHARED,
-    "hub": SHARED,
-    "checks": SHARED,
-    "judging": SHARED,
-    "quiz": SHARED,
-    "quizzes": SHARED,
-    "colab": SHARED,
-    "finetuning": SHARED,
-    "plotting": SHARED,
-    "processes": SHARED,
-    "distributed_runs": SHARED,
-    "lesson_code": SHARED,
-    "checkpointing": 1,
-    "checkpointing_figures": 1,
-    "trainer": 2,
-    "trainer_figures": 2,
-    "train_loop": 3,
-    "train_loop_figures": 3,
-    "lesson_code.lesson_03": 3,
-    "local_sgd": 4,
-    "launched": 4,
-    "local_sgd_figures": 4,
-    "lesson_code.lesson_04": 4,
-    "diloco": 5,
-    "diloco_figures": 5,
-    "lesson_code.lesson_05": 5,
-    "plan": 6,
-    "recompute": 6,
-    "plan_figures": 6,
-    "own_model": 7,
-    "own_model_figures": 7,
-    "viz": OLD_PLACE,
-    "cli": COMMAND_LINE,
-    "__main__": COMMAND_LINE,
-}
 ROOT_PACKAGE = "effitrain_lessons"
+TOP_LEVEL_AT_MOST = 8
+# folders of the package that hold no lesson's code: the shared code, the instructor's tooling, data
+NOT_LESSONS = {"shared", "course", "course_data", "locale", "__pycache__"}
+
+
+def layer_of(name: str, lessons=LESSONS):
+    """A runtime module's layer: a lesson's number, SHARED or COMMAND_LINE; None for a module that is
+    in no lesson package the manifest names and not shared."""
+    if name in (ROOT_PACKAGE, f"{ROOT_PACKAGE}.lessons") or name.startswith(f"{ROOT_PACKAGE}.shared"):
+        return SHARED
+    if name in (f"{ROOT_PACKAGE}.cli", f"{ROOT_PACKAGE}.__main__"):
+        return COMMAND_LINE
+    for lesson in lessons:
+        if name == lesson.package or name.startswith(lesson.package + "."):
+            return lesson.number
+    return None
 
 
 def package_modules() -> dict[str, Path]:
@@ -150,7 +129,7 @@ MODULES = package_modules()
 
 
 def short(name: str) -> str:
-    """A runtime module's name in LAYERS: "checkpointing", "lesson_code.lesson_04", "__init__"."""
+    """A module's name within the package: "local_sgd.runs", "__init__"."""
     return name.removeprefix(ROOT_PACKAGE + ".") if name != ROOT_PACKAGE else "__init__"
 
 
@@ -160,8 +139,7 @@ def is_runtime(name: str) -> bool:
 
 def imported(name: str) -> list[tuple[str, list[str]]]:
     """What module `name` imports from the package: (module, the names taken from it), for every `import` and
-    `from ... import` anywhere in it (inside functions too; relative imports resolved), and for every entry of
-    its table of moved names (imported when a learner asks for one: effitrain_lessons.moved)."""
+    `from ... import` anywhere in it (inside functions too; relative imports resolved)."""
     path = MODULES[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = []
@@ -184,36 +162,57 @@ def imported(name: str) -> list[tuple[str, list[str]]]:
             for alias in node.names:
                 submodule = f"{base}.{alias.name}"
                 found.append((submodule, []) if submodule in MODULES else (base, [alias.name]))
-    if any(
-        isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "MOVED" for t in node.targets)
-        for node in ast.parse(path.read_text(encoding="utf-8")).body
-    ):
-        places = importlib.import_module(name).MOVED
-        found += [(place, [moved]) for moved, place in places.items() if place in MODULES]
     return found
 
 
+def unplaced(modules, lessons=LESSONS) -> list[str]:
+    """The runtime modules that are in no lesson package of the manifest and not shared."""
+    return sorted(short(name) for name in modules if is_runtime(name) and layer_of(name, lessons) is None)
+
+
 def test_every_runtime_module_belongs_to_a_lesson_or_is_shared():
-    runtime = {short(name) for name in MODULES if is_runtime(name)}
-    assert sorted(runtime - set(LAYERS)) == [], (
-        "classify the new module in LAYERS: its lesson's number, or SHARED"
+    assert unplaced(MODULES) == [], (
+        "each module lives in a lesson's package (named in effitrain_lessons/lessons.py) or in shared/"
     )
-    assert sorted(set(LAYERS) - runtime) == [], "LAYERS names modules that are not in the package"
 
 
-def test_a_lesson_module_imports_only_shared_modules_and_its_own_lessons():
+def lesson_folders(package: Path = PACKAGE) -> list[str]:
+    return sorted(p.name for p in package.iterdir() if p.is_dir() and p.name not in NOT_LESSONS)
+
+
+def test_every_lesson_has_its_package_and_every_package_its_lesson():
+    assert lesson_folders() == sorted(lesson.slug for lesson in LESSONS), (
+        "a folder of effitrain_lessons/ that is not shared/ or course/ is a lesson's package: "
+        "each is named in effitrain_lessons/lessons.py, and each lesson there has one"
+    )
+    for lesson in LESSONS:
+        assert (PACKAGE / lesson.slug / "__init__.py").is_file(), lesson.package
+        assert (PACKAGE / lesson.slug / "quiz.py").is_file(), f"{lesson.package} has no quiz module"
+
+
+def test_at_most_eight_modules_stay_at_the_top_of_the_package():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= TOP_LEVEL_AT_MOST, top
+
+
+def crossings(modules, lessons=LESSONS) -> list[str]:
+    """Every import from one lesson's package into another's, or from a shared module into a lesson's."""
     crossing = []
-    for name in MODULES:
-        if not is_runtime(name) or LAYERS.get(short(name)) in (OLD_PLACE, COMMAND_LINE):
+    for name in modules:
+        layer = layer_of(name, lessons)
+        if not is_runtime(name) or layer == COMMAND_LINE:
             continue
-        layer = LAYERS.get(short(name))
         for target, _names in imported(name):
             if target == name or not is_runtime(target):
                 continue
-            other = LAYERS.get(short(target))
-            if other == OLD_PLACE or (other != SHARED and other != layer):
+            other = layer_of(target, lessons)
+            if other != SHARED and other != layer:
                 crossing.append(f"{short(name)} ({layer}) imports {short(target)} ({other})")
-    assert sorted(set(crossing)) == []
+    return sorted(set(crossing))
+
+
+def test_a_lesson_module_imports_only_shared_modules_and_its_own_lessons():
+    assert crossings(MODULES) == []
 
 
 def test_no_import_cycle_among_the_package_modules():
@@ -280,13 +279,14 @@ def test_no_private_name_is_imported_from_another_package_module():
 
 
 def test_the_measuring_modules_that_workers_import_load_no_matplotlib():
-    """Figures live in *_figures modules, so a worker process (or a launcher's) never loads matplotlib."""
+    """Figures live in each lesson's `figures` module, so a worker process (or a launcher's) never
+    loads matplotlib."""
+    kernel_only = ("plotting", "quiz", "checks")  # the widgets and the checker run in the kernel
     measuring = [
-        f"{ROOT_PACKAGE}.{name}"
-        for name, layer in LAYERS.items()
-        if layer not in (OLD_PLACE, COMMAND_LINE)
-        and name != "__init__"
-        and not name.endswith("figures")
-        and name not in ("plotting", "quiz", "checks")  # the widgets and the checker run in the kernel
+        name
+        for name in MODULES
+        if is_runtime(name)
+        and layer_of(name) not in (None, COMMAND_LINE)
+        and name.rpartition(".")[2] not in ("figures", *kernel_only)
     ]
     assert loaded_after_importing(measuring, "matplotlib") == []

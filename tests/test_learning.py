@@ -6,9 +6,9 @@ import pytest
 import torch
 from transformers import get_linear_schedule_with_warmup
 
-from effitrain_lessons.data import tokenized_mrpc
-from effitrain_lessons.metrics import compute_metrics, majority_baseline
-from effitrain_lessons.models import TRAINING, tiny_bert
+from effitrain_lessons.shared.data import tokenized_mrpc
+from effitrain_lessons.shared.metrics import compute_metrics, majority_baseline
+from effitrain_lessons.shared.models import TRAINING, tiny_bert
 
 
 def train_and_evaluate(seed: int) -> tuple[float, float]:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from effitrain_lessons import plan
-from effitrain_lessons.memory import record_saved_tensors
+from effitrain_lessons.shared.memory import record_saved_tensors
+from effitrain_lessons.will_it_fit import plan
 
 MASTER = Path(__file__).resolve().parents[1] / "lessons" / "06_will_it_fit.ipynb"
 GiB = 2**30
@@ -91,7 +91,7 @@ def test_the_cpu_measurement_against_the_paper(text):
 def test_keeping_the_matrix_products(text):
     from torch.utils.checkpoint import CheckpointPolicy, checkpoint, create_selective_checkpoint_contexts
 
-    from effitrain_lessons.recompute import bert_layer, layer_input, measure_recompute
+    from effitrain_lessons.will_it_fit.recompute import bert_layer, layer_input, measure_recompute
 
     layer = bert_layer(seed=0)
     x = layer_input(layer, batch=4, seq=128, seed=0)
@@ -120,7 +120,7 @@ def test_recomputing_the_attention_core(text):
     from transformers import AttentionInterface
     from transformers.models.bert.modeling_bert import eager_attention_forward
 
-    from effitrain_lessons.recompute import bert_layer, layer_input, measure_recompute
+    from effitrain_lessons.will_it_fit.recompute import bert_layer, layer_input, measure_recompute
 
     def recompute_attention_core(module, query, key, value, attention_mask, **kwargs):
         return checkpoint(

@@ -37,7 +37,9 @@ def test_each_lesson_has_its_quiz_and_each_quiz_its_lesson():
     assert sorted(QUIZZES) == sorted(name[:2] for name in LESSONS)
     for name in LESSONS:
         calls = [text for kind, text in cells(name) if kind == "code" and "lesson_quiz(" in text]
-        assert calls == [f'from effitrain_lessons.quiz import lesson_quiz\n\nlesson_quiz("{name[:2]}")'], name
+        assert calls == [
+            f'from effitrain_lessons.shared.quiz import lesson_quiz\n\nlesson_quiz("{name[:2]}")'
+        ], name
         assert len(QUIZZES[name[:2]]) >= 3, f"{name}: a quiz of {len(QUIZZES[name[:2]])} questions"
 
 

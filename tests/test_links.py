@@ -14,9 +14,8 @@ import pytest
 from accelerate import notebook_launcher
 from matplotlib.figure import Figure
 
-from effitrain_lessons.distributed_runs import Link, RunConfig, measuring
-from effitrain_lessons.lesson_code.lesson_04 import train
-from effitrain_lessons.local_sgd import (
+from effitrain_lessons.local_sgd.figures import plot_link_timings
+from effitrain_lessons.local_sgd.runs import (
     LinkTiming,
     link_milliseconds,
     link_sweep,
@@ -24,7 +23,8 @@ from effitrain_lessons.local_sgd import (
     link_timings,
     predicted_ms_per_step,
 )
-from effitrain_lessons.local_sgd_figures import plot_link_timings
+from effitrain_lessons.local_sgd.saved import train
+from effitrain_lessons.shared.distributed_runs import Link, RunConfig, measuring
 
 LATENCY_MS = 30
 

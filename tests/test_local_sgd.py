@@ -11,11 +11,13 @@ import psutil
 import pytest
 from matplotlib.figure import Figure
 
-from effitrain_lessons import local_sgd, local_sgd_figures, processes
-from effitrain_lessons.distributed_runs import EXIT, RunConfig, launch, measured_run, summary
-from effitrain_lessons.lesson_code.lesson_04 import train
-from effitrain_lessons.local_sgd import agreement, run_custom_loop
-from effitrain_lessons.models import tiny_bert
+from effitrain_lessons.local_sgd import figures as local_sgd_figures
+from effitrain_lessons.local_sgd import runs as local_sgd
+from effitrain_lessons.local_sgd.runs import LocalSGDConfig, agreement, run_custom_loop, summary
+from effitrain_lessons.local_sgd.saved import train
+from effitrain_lessons.shared import processes
+from effitrain_lessons.shared.distributed_runs import EXIT, launch, measured_run
+from effitrain_lessons.shared.models import tiny_bert
 
 STEPS = 24
 
@@ -31,11 +33,11 @@ def no_children() -> bool:
 @pytest.fixture(scope="module")
 def runs():
     configs = [
-        RunConfig(mode="ddp", steps=STEPS, layers=1),
-        RunConfig(mode="local_sgd", k=8, steps=STEPS, layers=1),
-        RunConfig(mode="local_sgd", k=5, steps=STEPS, layers=1),
-        RunConfig(mode="local_sgd", k=8, steps=16, accumulation=2, layers=1),
-        RunConfig(mode="ddp", steps=16, accumulation=2, layers=1),
+        LocalSGDConfig(mode="ddp", steps=STEPS, layers=1),
+        LocalSGDConfig(mode="local_sgd", k=8, steps=STEPS, layers=1),
+        LocalSGDConfig(mode="local_sgd", k=5, steps=STEPS, layers=1),
+        LocalSGDConfig(mode="local_sgd", k=8, steps=16, accumulation=2, layers=1),
+        LocalSGDConfig(mode="ddp", steps=16, accumulation=2, layers=1),
     ]
     return configs, launch(configs, train, num_processes=2)
 
@@ -102,7 +104,10 @@ def test_final_loss_of_k8_is_within_the_stated_tolerance_of_data_parallel():
     """The notebook's tolerance, at its setting: 0.05 in validation loss, after 112 steps of 2 processes
     training a 1-layer tiny BERT."""
     ddp, k8 = launch(
-        [RunConfig(mode="ddp", steps=112, layers=1), RunConfig(mode="local_sgd", k=8, steps=112, layers=1)],
+        [
+            LocalSGDConfig(mode="ddp", steps=112, layers=1),
+            LocalSGDConfig(mode="local_sgd", k=8, steps=112, layers=1),
+        ],
         train,
         num_processes=2,
     )
@@ -153,25 +158,25 @@ def test_a_failing_process_stops_them_all_with_one_sentence():
 
 def test_a_launch_past_its_timeout_is_stopped():
     with pytest.raises(RuntimeError, match=r"did not finish within 3 s and were stopped"):
-        launch([RunConfig(mode="ddp", steps=100_000, layers=1)], train, timeout=3)
+        launch([LocalSGDConfig(mode="ddp", steps=100_000, layers=1)], train, timeout=3)
     assert no_children()
 
 
 def test_without_fork_one_sentence_instead_of_a_hang(monkeypatch):
     monkeypatch.setattr(processes, "can_fork", lambda: False)
     with pytest.raises(RuntimeError, match=r"cannot fork processes .*torchrun --nproc_per_node 2"):
-        launch([RunConfig()], train)
+        launch([LocalSGDConfig()], train)
 
 
 @pytest.mark.parametrize(
     "call, message",
     [
-        (lambda: launch([RunConfig(mode="allreduce")], train), "mode must be one of"),
-        (lambda: launch([RunConfig(k=0)], train), "k must be a whole number of at least 1"),
+        (lambda: launch([LocalSGDConfig(mode="allreduce")], train), "mode must be one of"),
+        (lambda: launch([LocalSGDConfig(k=0)], train), "k must be a whole number of at least 1"),
         (lambda: launch([], train), "at least one RunConfig"),
-        (lambda: launch([RunConfig()]), "needs the training loop too"),
+        (lambda: launch([LocalSGDConfig()]), "needs the training loop too"),
         (
-            lambda: launch([RunConfig()], train, num_processes=1),
+            lambda: launch([LocalSGDConfig()], train, num_processes=1),
             "num_processes must be a whole number from 2 to 8",
         ),
         (lambda: run_custom_loop("not a function"), "needs a function"),
@@ -183,9 +188,9 @@ def test_bad_arguments_are_clear_errors(call, message):
 
 
 def test_the_command_line_is_built_from_run_configs_fields():
-    assert local_sgd.command_line(RunConfig, ["--mode", "ddp", "--batch-size", "4", "--no-cpu"]) == RunConfig(
-        mode="ddp", batch_size=4, cpu=False
-    )
+    assert local_sgd.command_line(
+        LocalSGDConfig, ["--mode", "ddp", "--batch-size", "4", "--no-cpu"]
+    ) == LocalSGDConfig(mode="ddp", batch_size=4, cpu=False)
 
 
 # --- the module under a launcher ---------------------------------------------------------------
@@ -204,7 +209,7 @@ def test_module_runs_under_torchrun_on_two_processes(tmp_path):
         "--master_port",
         str(port),
         "-m",
-        "effitrain_lessons.local_sgd",
+        "effitrain_lessons.local_sgd.runs",
         "--k",
         "4",
         "--steps",
@@ -220,7 +225,7 @@ def test_module_runs_under_torchrun_on_two_processes(tmp_path):
 
 
 def test_local_sgd_in_one_process_averages_nothing():
-    alone = measured_run(RunConfig(mode="local_sgd", k=2, steps=4, layers=1), train)
+    alone = measured_run(LocalSGDConfig(mode="local_sgd", k=2, steps=4, layers=1), train)
     assert alone.distributed_type == "NO" and alone.num_processes == 1
     assert alone.synchronizations == 0 and alone.allreduce_calls == 0 and len(alone.losses) == 4
 
@@ -276,7 +281,7 @@ def test_the_drawing_follows_the_lessons_rule(k, steps):
     data_parallel, local = figure.axes
     assert len(data_parallel.patches) - 2 * steps == steps  # 2 processes' steps, then one arrow per step
     assert len(local.patches) - 2 * steps == steps // k + 1
-    assert RunConfig(mode="local_sgd", k=k, steps=steps).expected_synchronizations() == steps // k + 1
+    assert LocalSGDConfig(mode="local_sgd", k=k, steps=steps).expected_synchronizations() == steps // k + 1
     said = " ".join(text.get_text() for text in local.texts)
     assert f"{steps // k + 1} synchronizations" in said
     assert f"{steps} synchronizations" in " ".join(text.get_text() for text in data_parallel.texts)
@@ -290,8 +295,8 @@ def test_the_drawing_follows_the_lessons_rule(k, steps):
 
 
 def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
-    from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
+    from effitrain_lessons.shared import checks
 
     grader = checks.Notebook(str(editions.ROOT / editions.edition_paths("04_local_sgd")["learner"]))
 
@@ -327,7 +332,7 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_counted():
 def test_which_launch_starts_one_process_and_which_two():
     """Lesson 04's claim, as its cell counts it: `accelerate launch --cpu --num_processes 2` starts one
     process, with no WORLD_SIZE; `--multi_gpu --num_processes 2` starts two, ranks 0 and 1 of 2."""
-    from effitrain_lessons.launched import MARK
+    from effitrain_lessons.local_sgd.launched import MARK
 
     launch = [
         sys.executable,
@@ -343,7 +348,7 @@ def test_which_launch_starts_one_process_and_which_two():
     started = {}
     for flag in ("--cpu", "--multi_gpu"):
         finished = subprocess.run(
-            [*launch, flag, "--num_processes", "2", "-m", "effitrain_lessons.launched"],
+            [*launch, flag, "--num_processes", "2", "-m", "effitrain_lessons.local_sgd.launched"],
             capture_output=True,
             text=True,
             timeout=240,

@@ -3,14 +3,14 @@
 import pytest
 import torch
 
-from effitrain_lessons.memory import (
+from effitrain_lessons.shared.memory import (
     StepReport,
     format_bytes,
     format_flops,
     measure_step,
     record_saved_tensors,
 )
-from effitrain_lessons.models import tiny_bert
+from effitrain_lessons.shared.models import tiny_bert
 
 FLOAT32 = 4
 

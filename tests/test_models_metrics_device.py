@@ -5,7 +5,7 @@ import pytest
 import torch
 from transformers import BertForSequenceClassification
 
-from effitrain_lessons import device, metrics, models
+from effitrain_lessons.shared import device, metrics, models
 
 
 def test_tiny_bert_is_a_small_bert_classifier():

@@ -15,8 +15,8 @@ SCRIPT = textwrap.dedent(
     """
     import time
     import torch
-    from effitrain_lessons.data import load_mrpc, load_tokenizer, tokenized_mrpc
-    from effitrain_lessons.models import load, tiny_bert
+    from effitrain_lessons.shared.data import load_mrpc, load_tokenizer, tokenized_mrpc
+    from effitrain_lessons.shared.models import load, tiny_bert
 
     torch.manual_seed(0)
     data = load_mrpc()

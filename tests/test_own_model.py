@@ -16,8 +16,9 @@ from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
 )
 from torch.utils.checkpoint import checkpoint
 
-from effitrain_lessons import own_model, own_model_figures
-from effitrain_lessons.memory import record_saved_tensors
+from effitrain_lessons.own_model import figures as own_model_figures
+from effitrain_lessons.own_model import measure as own_model
+from effitrain_lessons.shared.memory import record_saved_tensors
 
 VOCAB, SEQ = 32, 8
 

@@ -11,12 +11,13 @@ import polib
 import pytest
 import torch
 
-from effitrain_lessons import checkpointing, i18n, tracing
-from effitrain_lessons.arguments import whole_numbers
 from effitrain_lessons.course.translate import runtime_messages
-from effitrain_lessons.distributed_runs import ProcessReport, RunConfig
-from effitrain_lessons.memory import measure_step
-from effitrain_lessons.train_loop import TrainingRun
+from effitrain_lessons.first_principles import checkpointing
+from effitrain_lessons.shared import i18n, tracing
+from effitrain_lessons.shared.arguments import whole_numbers
+from effitrain_lessons.shared.distributed_runs import ProcessReport, RunConfig
+from effitrain_lessons.shared.memory import measure_step
+from effitrain_lessons.with_accelerator.train_loop import TrainingRun
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULES = tuple(
@@ -123,7 +124,7 @@ def _without_times(text: str) -> str:
 
 
 def test_the_planners_lines_and_verdicts_come_from_the_catalog(marked):
-    from effitrain_lessons import plan
+    from effitrain_lessons.will_it_fit import plan
 
     table = str(plan.estimate("gpt2", batch=2, seq=64, checkpointing=True))
     assert (

@@ -17,8 +17,8 @@ import pytest
 import torch
 import transformers
 
-from effitrain_lessons import plan
-from effitrain_lessons.memory import record_saved_tensors, storage_key, training_memory
+from effitrain_lessons.shared.memory import record_saved_tensors, storage_key, training_memory
+from effitrain_lessons.will_it_fit import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 FAMILIES = ("bert", "gpt2", "llama")

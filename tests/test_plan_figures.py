@@ -7,7 +7,8 @@ matplotlib.use("Agg")
 import pytest
 from matplotlib.patches import Rectangle
 
-from effitrain_lessons import plan, plan_figures
+from effitrain_lessons.will_it_fit import figures as plan_figures
+from effitrain_lessons.will_it_fit import plan
 
 GiB = 2**30
 

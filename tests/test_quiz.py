@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from effitrain_lessons.checks import check_prediction
-from effitrain_lessons.quiz import quiz
 from effitrain_lessons.quizzes import Question
+from effitrain_lessons.shared.checks import check_prediction
+from effitrain_lessons.shared.quiz import quiz
 
 ADD = Question("What is `2 + 2`?", ["3", "`4`", "5"], answer=1, why="Two and two make four.")
 
@@ -98,7 +98,7 @@ def printed_forms(value) -> list[str]:
 )
 @pytest.mark.parametrize("language", ["en", "tr"])
 def test_a_wrong_prediction_is_never_told_the_measurement(predicted, language, monkeypatch):
-    from effitrain_lessons import i18n
+    from effitrain_lessons.shared import i18n
 
     monkeypatch.setattr(i18n, "language", lambda: language)
     for measured, rel in ((MEASURED, 0.0), (float(MEASURED), 0.0), (MEASURED, 1e-7)):
@@ -119,7 +119,7 @@ def test_a_wrong_number_is_told_its_direction(predicted, direction):
 
 
 def test_a_wrong_number_is_told_its_direction_in_turkish(monkeypatch):
-    from effitrain_lessons import i18n
+    from effitrain_lessons.shared import i18n
 
     monkeypatch.setattr(i18n, "language", lambda: "tr")
     with pytest.raises(AssertionError, match="fazla yüksek"):
@@ -129,7 +129,7 @@ def test_a_wrong_number_is_told_its_direction_in_turkish(monkeypatch):
 
 
 def test_a_failed_check_does_not_print_its_test_source():
-    from effitrain_lessons.checks import Case, CheckResult, run_case
+    from effitrain_lessons.shared.checks import Case, CheckResult, run_case
 
     source = "secret = 394240\nassert answer == secret, 'too low'\n"
     result = CheckResult("q", (run_case(Case(source, False), 1, {"answer": 1}),))
@@ -160,8 +160,8 @@ def test_a_prediction_that_only_claims_to_be_a_number_fails():
 
 
 def test_a_lesson_quiz_comes_from_the_package_and_an_unknown_lesson_is_named():
-    from effitrain_lessons.quiz import lesson_quiz
     from effitrain_lessons.quizzes import QUIZZES
+    from effitrain_lessons.shared.quiz import lesson_quiz
 
     assert len(lesson_quiz("01").children) == len(QUIZZES["01"]) >= 3
     with pytest.raises(ValueError, match="There is no quiz for lesson '99'; there are quizzes for 00, 01"):

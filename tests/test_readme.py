@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from effitrain_lessons.colab import REPOSITORY
+from effitrain_lessons.shared.colab import REPOSITORY
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -12,9 +12,10 @@ import pytest
 import torch
 from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts
 
-from effitrain_lessons import plan_figures, recompute
-from effitrain_lessons.checkpointing import keep_ops_policy
-from effitrain_lessons.memory import record_saved_tensors, storage_key
+from effitrain_lessons.first_principles.checkpointing import keep_ops_policy
+from effitrain_lessons.shared.memory import record_saved_tensors, storage_key
+from effitrain_lessons.will_it_fit import figures as plan_figures
+from effitrain_lessons.will_it_fit import recompute
 
 aten = torch.ops.aten
 MATRIX_PRODUCTS = [aten.mm.default, aten.addmm.default, aten.bmm.default, aten.baddbmm.default]

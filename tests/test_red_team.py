@@ -57,7 +57,7 @@ STACK_WALK_01 = STACK_WALK + "\ndef checkpointed_block(x):\n    _walk()\n    ret
 # that the block was recomputed and kept nothing.
 PATCH_MEASUREMENT = """
 import dataclasses
-import effitrain_lessons.tracing as tracing
+import effitrain_lessons.shared.tracing as tracing
 
 _real = tracing.trace_step
 
@@ -75,7 +75,7 @@ import dataclasses, gc, sys
 
 def _patch():
     for thing in gc.get_objects():
-        if getattr(thing, "__name__", None) == "effitrain_lessons.tracing":
+        if getattr(thing, "__name__", None) == "effitrain_lessons.shared.tracing":
             real = thing.trace_step
             if getattr(real, "forged", False):
                 return
@@ -192,7 +192,7 @@ def test_a_route_scores_no_more_than_the_same_wrong_answer(graded, attack, hones
     "attack, flag",
     [
         ("stack_walk_01.ipynb", "walks object referrers"),
-        ("patch_measurement_01.ipynb", "effitrain_lessons.tracing.trace_step"),
+        ("patch_measurement_01.ipynb", "effitrain_lessons.shared.tracing.trace_step"),
         ("finder_and_hook_01.ipynb", "walks the garbage collector's objects"),
         ("function_mode_01.ipynb", "torch function mode"),
     ],

@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
-from effitrain_lessons.arguments import command_line, whole_numbers
-from effitrain_lessons.tables import ShowsAsTable, Table
+from effitrain_lessons.shared.arguments import command_line, whole_numbers
+from effitrain_lessons.shared.tables import ShowsAsTable, Table
 
 
 def test_a_table_aligns_its_columns_and_keeps_its_notes():

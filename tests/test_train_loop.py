@@ -1,4 +1,5 @@
-"""Tests for lesson 3: the Accelerator loop (effitrain_lessons.train_loop) and what the lesson proves.
+"""Tests for lesson 3: the Accelerator loop (effitrain_lessons.with_accelerator.train_loop) and what
+the lesson proves.
 
 Gradients with and without checkpointing, accumulation against one large batch, the scheduler's
 final learning rate for both sizings, and the launchable module on the CPU.
@@ -13,18 +14,18 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from effitrain_lessons.data import tokenized_mrpc
-from effitrain_lessons.lesson_code.lesson_03 import train
-from effitrain_lessons.memory import measure_step
-from effitrain_lessons.models import tiny_bert
-from effitrain_lessons.train_loop import (
+from effitrain_lessons.shared.data import tokenized_mrpc
+from effitrain_lessons.shared.memory import measure_step
+from effitrain_lessons.shared.models import tiny_bert
+from effitrain_lessons.with_accelerator.saved import train
+from effitrain_lessons.with_accelerator.train_loop import (
     LoopConfig,
     checkpointing_under_ddp,
     measure_schedule,
     scheduler_length,
     watch_training,
 )
-from effitrain_lessons.trainer import fresh_model
+from effitrain_lessons.with_trainer.trainer import fresh_model
 
 
 @pytest.fixture(scope="module")
@@ -168,7 +169,7 @@ def test_module_runs_on_the_cpu(tmp_path):
     command = [
         sys.executable,
         "-m",
-        "effitrain_lessons.train_loop",
+        "effitrain_lessons.with_accelerator.train_loop",
         "--cpu",
         "--epochs",
         "1",
@@ -191,7 +192,14 @@ def test_module_runs_on_the_cpu(tmp_path):
 
 
 def test_module_reports_bad_arguments_in_one_line():
-    command = [sys.executable, "-m", "effitrain_lessons.train_loop", "--cpu", "--accumulation", "0"]
+    command = [
+        sys.executable,
+        "-m",
+        "effitrain_lessons.with_accelerator.train_loop",
+        "--cpu",
+        "--accumulation",
+        "0",
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 2
     assert (
@@ -218,7 +226,7 @@ def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
         "--master_port",
         str(port),
         "-m",
-        "effitrain_lessons.train_loop",
+        "effitrain_lessons.with_accelerator.train_loop",
         "--cpu",
         "--epochs",
         "1",
@@ -245,8 +253,8 @@ def test_module_runs_unchanged_on_two_processes_under_torchrun(tmp_path):
 
 
 def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
-    from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
+    from effitrain_lessons.shared import checks
 
     grader = checks.Notebook(
         str(editions.ROOT / editions.edition_paths("03_checkpointing_with_accelerator")["learner"])
@@ -273,7 +281,7 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
 
 
 def test_optimizer_steps_on_one_process_counts_a_shard():
-    from effitrain_lessons.train_loop import optimizer_steps_on_one_process
+    from effitrain_lessons.with_accelerator.train_loop import optimizer_steps_on_one_process
 
     # 40 batches on 3 processes: 14 each (the shard rounds up), 4 steps of 4 per epoch (the last of 2)
     assert optimizer_steps_on_one_process(40, 4, 2, 3) == 8

@@ -1,4 +1,5 @@
-"""Tests for lesson 2's callback (effitrain_lessons.trainer.StepMeter) and the facts the lesson teaches.
+"""Tests for lesson 2's callback (effitrain_lessons.with_trainer.trainer.StepMeter) and the facts the
+lesson teaches.
 
 Short trainings on slices of the bundled data: a few seconds each on a laptop CPU.
 """
@@ -14,10 +15,10 @@ from matplotlib.figure import Figure
 from sklearn.metrics import accuracy_score, f1_score
 from transformers import Trainer, TrainingArguments
 
-from effitrain_lessons import trainer_figures
-from effitrain_lessons.data import tokenized_mrpc
-from effitrain_lessons.metrics import compute_metrics, majority_baseline
-from effitrain_lessons.trainer import StepMeter, fresh_model, learning_rate_for, lesson_data
+from effitrain_lessons.shared.data import tokenized_mrpc
+from effitrain_lessons.shared.metrics import compute_metrics, majority_baseline
+from effitrain_lessons.with_trainer import figures as trainer_figures
+from effitrain_lessons.with_trainer.trainer import StepMeter, fresh_model, learning_rate_for, lesson_data
 
 
 @pytest.fixture(scope="module")
@@ -271,8 +272,8 @@ def test_lesson_2_figures(tmp_path, splits):
 
 
 def test_wrong_answers_fail_the_public_checks_with_what_was_measured(tmp_path):
-    from effitrain_lessons import checks
     from effitrain_lessons.course import build as editions
+    from effitrain_lessons.shared import checks
 
     grader = checks.Notebook(
         str(editions.ROOT / editions.edition_paths("02_checkpointing_with_trainer")["learner"])

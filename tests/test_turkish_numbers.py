@@ -1,6 +1,6 @@
 """The Turkish edition writes numbers the Turkish way: 3.000, 0,05, %15; the English edition as before.
 
-At run time `effitrain_lessons.i18n.format_number` (Babel, CLDR's `tr`) writes every number the package
+At run time `effitrain_lessons.shared.i18n.format_number` (Babel, CLDR's `tr`) writes every number the package
 shows a learner: `phrase`/`say` fill-ins, tables, byte sizes, figures' tick labels. In the lessons'
 prose (the built Turkish notebooks and README.tr.md) the numbers are written so too. The English
 strings below are what the package printed before Turkish numbers existed, so English stays as it was.
@@ -13,9 +13,10 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from effitrain_lessons import i18n, plan
-from effitrain_lessons.i18n import format_number
-from effitrain_lessons.tables import Table, format_bytes, format_flops
+from effitrain_lessons.shared import i18n
+from effitrain_lessons.shared.i18n import format_number
+from effitrain_lessons.shared.tables import Table, format_bytes, format_flops
+from effitrain_lessons.will_it_fit import plan
 
 matplotlib.use("Agg")
 
@@ -88,7 +89,7 @@ def test_english_prints_what_it_printed_before():
 
 
 def test_checks_show_a_learners_number_the_learners_way(turkish):
-    from effitrain_lessons.checks import _show
+    from effitrain_lessons.shared.checks import _show
 
     assert (_show(1234567), _show(0.05), _show("a")) == ("1.234.567", "0,05", "'a'")
 
@@ -109,7 +110,7 @@ def test_the_planners_printed_table_in_turkish(turkish):
 
 @pytest.fixture(scope="module")
 def sweep():
-    from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments
+    from effitrain_lessons.first_principles.checkpointing import deep_stack, stack_input, sweep_segments
 
     stack = deep_stack(n_blocks=12, width=32, seed=0)
     return sweep_segments(stack, stack_input(stack, batch=8, seed=0))
@@ -121,7 +122,7 @@ def tick_labels(fig) -> list[list[str]]:
 
 
 def test_lesson_1s_segments_figure_and_table_in_each_language(sweep, monkeypatch):
-    from effitrain_lessons.checkpointing_figures import plot_segments_tradeoff
+    from effitrain_lessons.first_principles.figures import plot_segments_tradeoff
 
     english = tick_labels(plot_segments_tradeoff(sweep))
     assert english[1] == ["0.95", "1.00", "1.05", "1.10", "1.15", "1.20", "1.25", "1.30", "1.35", "1.40"]

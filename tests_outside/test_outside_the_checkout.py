@@ -246,7 +246,7 @@ def test_lab_puts_the_lessons_in_the_learners_folder_and_serves_them(learner):
     installed = run(
         python,
         "-c",
-        "from effitrain_lessons.checks import installed_lessons; print(installed_lessons())",
+        "from effitrain_lessons.shared.checks import installed_lessons; print(installed_lessons())",
         env=env,
         cwd=home,
     ).stdout.strip()

@@ -49,8 +49,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from effitrain_lessons import plan  # noqa: E402
-from effitrain_lessons.device import synchronize  # noqa: E402
-from effitrain_lessons.memory import format_bytes  # noqa: E402
+from effitrain_lessons.shared.device import synchronize  # noqa: E402
+from effitrain_lessons.shared.memory import format_bytes  # noqa: E402
 
 NO_CUDA = "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`)."
 MARKDOWN = "GPU_CHECK.md"
@@ -224,7 +224,7 @@ def _tiny_notebook_run(run_all) -> dict:
 
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
-        nbformat.v4.new_code_cell("from effitrain_lessons.device import describe_device, pick_device"),
+        nbformat.v4.new_code_cell("from effitrain_lessons.shared.device import describe_device, pick_device"),
         nbformat.v4.new_code_cell("print(describe_device(pick_device()))"),
     ]
     with tempfile.TemporaryDirectory(prefix="effitrain-gpu-check-") as folder:
@@ -625,7 +625,8 @@ def markdown(report: dict) -> str:
         "## 3. The planner against real steps",
         "",
         f"Peak `torch.cuda.max_memory_allocated()` over {PLANNER_STEPS} AdamW steps against "
-        '`effitrain_lessons.plan.estimate(..., device="cuda")`: modelled is the estimate without its '
+        '`effitrain_lessons.will_it_fit.plan.estimate(..., device="cuda")`: modelled is the estimate '
+        "without its "
         "allowance, total with it. 16-bit rows are autocast over fp32 weights.",
         "",
         "| " + " | ".join(COLUMNS) + " |",

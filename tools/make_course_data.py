@@ -1,7 +1,7 @@
 """Make the course's bundled data: the MRPC-style sentence pairs and the tokenizer trained on them.
 
 Writes `effitrain_lessons/course_data/{train,validation,test}.jsonl` and `tokenizer.json`, which the
-package ships and `effitrain_lessons.data` loads (the lessons only load them). The pairs come from a
+package ships and `effitrain_lessons.shared.data` loads (the lessons only load them). The pairs come from a
 small English grammar of companies, officials, numbers, places and times, drawn from one seed, so a
 run always writes the same files, byte for byte (tests/test_data.py holds it):
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from effitrain_lessons.data import SPLITS
+from effitrain_lessons.shared.data import SPLITS
 
 COURSE_DATA = Path(__file__).resolve().parents[1] / "effitrain_lessons" / "course_data"
 SIZES = dict(zip(SPLITS, (2400, 300, 300)))  # pairs per split, made in this order (one random stream)
@@ -470,7 +470,7 @@ def train_tokenizer(texts) -> Tokenizer:
     as [CLS] a [SEP] b [SEP] with token_type_ids 0 then 1. Every word of `texts` becomes one
     token (meant for small corpora such as the bundled data); other words are spelled with
     character pieces, and characters never seen become [UNK]. The same texts always give the
-    same tokenizer. The lessons load the shipped one with `effitrain_lessons.data.load_tokenizer()`.
+    same tokenizer. The lessons load the shipped one with `effitrain_lessons.shared.data.load_tokenizer()`.
     """
     texts = list(texts)
     tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))

@@ -9,13 +9,13 @@ Otter Assign on a copy of it in a temporary folder, then cleans and places what 
     autograder/NN_<name>/                otter's autograder zip, unpacked (hidden tests included)
 
 Every edition starts with the setup cell below (one home: `setup_cell_source`), then the
-`grader = Notebook("NN_<name>.ipynb")` cell (`effitrain_lessons.checks`, honest about hidden
+`grader = Notebook("NN_<name>.ipynb")` cell (`effitrain_lessons.shared.checks`, honest about hidden
 tests, with no otter in the learner's kernel). Tests live in the notebook's metadata, read from the
 notebook file in the kernel's working folder (the notebook's own folder under JupyterLab and nbval)
 or, where the notebook is not on disk (Colab), from the same lesson installed with the package.
 
 A code cell whose first line is `# @save` is also copied, with a lesson's other saved cells in order,
-into `effitrain_lessons/lesson_code/lesson_NN.py` (d2l's convention): the loop a lesson writes in
+into `saved.py` of the lesson's package (d2l's convention): the loop a lesson writes in
 a cell is the loop `torchrun` and `accelerate launch` run, not a second copy. A saved cell must be
 plain Python with its own imports, outside any question.
 
@@ -61,7 +61,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from effitrain_lessons.colab import PIP_REQUIREMENT
 from effitrain_lessons.course import translate
 from effitrain_lessons.course.lessons import (
     AUTOGRADER_DIR,
@@ -78,7 +77,8 @@ from effitrain_lessons.course.lessons import (
     lesson_names,
     resolve_lesson,
 )
-from effitrain_lessons.i18n import LANGUAGES, N_, translator
+from effitrain_lessons.shared.colab import PIP_REQUIREMENT
+from effitrain_lessons.shared.i18n import LANGUAGES, N_, translator
 
 SETUP_CELL_ID = "setup"
 OTTER_INIT = "# Initialize Otter"  # how the cell that makes `grader` starts when Otter Assign writes it
@@ -174,13 +174,13 @@ except ImportError:
         {string_lines(_(NOT_INSTALLED), 8)}
     ) from None
 
-from effitrain_lessons.i18n import use_language
+from effitrain_lessons.shared.i18n import use_language
 
 {comment_lines(_(LANGUAGE_COMMENT))}
 use_language("{language}")
 
 if "google.colab" in sys.modules:
-    from effitrain_lessons.colab import install_summary
+    from effitrain_lessons.shared.colab import install_summary
 
     print(install_summary(report))"""
 
@@ -261,6 +261,11 @@ def render_lesson(source: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -
                 rendered[f"{paths['autograder']}/{member}"] = data
     saved = saved_module(name, master)
     if saved is not None and "en" in languages:
+        if paths["saved"] is None:
+            raise ValueError(
+                f"{name} has # @save cells but is not in the course's manifest: add it to "
+                "effitrain_lessons/lessons.py, where its package is named (README, Adding a lesson)."
+            )
         rendered[paths["saved"]] = saved
     for path, data in rendered.items():
         _ensure_no_machine_paths(path, data, machine_paths)
@@ -482,13 +487,13 @@ def _clean(
         elif cell.get("attachments"):
             kept["attachments"] = cell["attachments"]
         if kept["cell_type"] == "code" and kept["source"].startswith(OTTER_INIT):
-            # The lessons' grader is the package's (effitrain_lessons.checks), not otter's.
+            # The lessons' grader is the package's (effitrain_lessons.shared.checks), not otter's.
             kept["source"] = (
                 kept["source"]
                 .replace(OTTER_INIT, comment_lines(translator(language)(INIT_COMMENT)), 1)
                 .replace(
                     "import otter\ngrader = otter.Notebook(",
-                    "from effitrain_lessons.checks import Notebook\ngrader = Notebook(",
+                    "from effitrain_lessons.shared.checks import Notebook\ngrader = Notebook(",
                 )
             )
         cells.append(kept)
@@ -581,7 +586,7 @@ def _committed(root: Path, name: str, languages: tuple[str, ...] = tuple(LANGUAG
     """The files now in place for one lesson's editions in `languages`, keyed by repository path."""
     paths = edition_paths(name)
     keys = [kind + LANGUAGE_SUFFIX[language] for language in languages for kind in ("learner", "solution")]
-    if "en" in languages:
+    if "en" in languages and paths["saved"] is not None:
         keys.append("saved")
     found = {paths[key]: root / paths[key] for key in keys if (root / paths[key]).is_file()}
     folder = root / paths["autograder"]

@@ -40,8 +40,6 @@ from pathlib import Path
 
 import numpy as np
 
-from effitrain_lessons import judging
-from effitrain_lessons.checks import check_prediction
 from effitrain_lessons.course import report, review
 from effitrain_lessons.course.lessons import (
     NO_CHECKOUT,
@@ -73,7 +71,9 @@ from effitrain_lessons.course.submissions import (
     read_notebook,
     readable,
 )
-from effitrain_lessons.i18n import ENVIRONMENT, Sentence, phrase, speaking
+from effitrain_lessons.shared import judging
+from effitrain_lessons.shared.checks import check_prediction
+from effitrain_lessons.shared.i18n import ENVIRONMENT, Sentence, phrase, speaking
 
 DEFAULT_WORKERS = 2
 INTERRUPTED = threading.Event()

@@ -21,8 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from effitrain_lessons.checks import doctest_to_source
-from effitrain_lessons.judging import Parts, split_case
+from effitrain_lessons import lessons as manifest
+from effitrain_lessons.shared.checks import doctest_to_source
+from effitrain_lessons.shared.judging import Parts, split_case
 
 ROOT = Path(__file__).resolve().parents[2]
 """The course checkout this package lives in (its lessons/, notebooks/ and autograder/), when it does."""
@@ -64,7 +65,14 @@ def lesson_names(root: Path = ROOT) -> list[str]:
     return sorted(p.stem for p in folder.glob("*.ipynb") if LESSON_NAME.fullmatch(p.stem))
 
 
-SAVED_DIR = "effitrain_lessons/lesson_code"  # a lesson's `# @save` cells, as a module for launchers
+SAVED_MODULE = "saved.py"  # a lesson's `# @save` cells, as a module of its package, for launchers
+
+
+def saved_path(name: str) -> str | None:
+    """Where lesson `name`'s `# @save` cells go: `saved.py` in its package, which the manifest
+    (`effitrain_lessons/lessons.py`) names; None for a lesson the manifest does not list."""
+    found = [each for each in manifest.LESSONS if each.file == name]
+    return f"{found[0].package.replace('.', '/')}/{SAVED_MODULE}" if found else None
 
 
 def edition_paths(name: str) -> dict[str, str]:
@@ -75,7 +83,7 @@ def edition_paths(name: str) -> dict[str, str]:
         "learner_tr": f"{TURKISH_DIR}/{name}.ipynb",
         "solution_tr": f"{TURKISH_SOLUTIONS_DIR}/{name}.ipynb",
         "autograder": f"{AUTOGRADER_DIR}/{name}",
-        "saved": f"{SAVED_DIR}/lesson_{name[:2]}.py",
+        "saved": saved_path(name),
     }
 
 
@@ -250,7 +258,7 @@ def read_test_file(path: Path) -> Question:
 
 
 def _parts(code: str, where: str) -> Parts:
-    """The case's parts; CourseError when it is not split (`effitrain_lessons/judging.py` says how)."""
+    """The case's parts; CourseError when it is not split (`effitrain_lessons/shared/judging.py` says how)."""
     try:
         return split_case(code, where)
     except ValueError as error:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from effitrain_lessons.course import review, worker
 from effitrain_lessons.course.submissions import readable
-from effitrain_lessons.i18n import N_, in_language, translator
+from effitrain_lessons.shared.i18n import N_, in_language, translator
 
 MAX_FLAGS = 50
 FLAG_CHARS = 200

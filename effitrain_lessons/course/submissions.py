@@ -175,7 +175,7 @@ def cell_ids(notebook: dict) -> set[str]:
 def edition_language(notebook: dict) -> str:
     """The language of the edition a notebook was made from (its metadata says; English if it says nothing
     this course speaks). It chooses only the language of the feedback: the tests are the same."""
-    from effitrain_lessons.i18n import DEFAULT, LANGUAGES
+    from effitrain_lessons.shared.i18n import DEFAULT, LANGUAGES
 
     metadata = notebook.get("metadata")
     effitrain = metadata.get("effitrain") if isinstance(metadata, dict) else None

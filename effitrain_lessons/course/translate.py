@@ -10,7 +10,7 @@ Two kinds of catalog, both gettext PO files (Poedit, Weblate and `polib` read th
 - `effitrain_lessons/locale/tr/LC_MESSAGES/effitrain_lessons.po`, for the text shown while a lesson
   runs: the package's messages (`_`, `N_`, `phrase`, `say`, `nphrase` in its modules) and what the
   lessons' cells show through the package (`say(...)`, `phrase(...)`, a `Table([...])`'s columns,
-  a `title=`). Its compiled `.mo` sits beside it and is what `effitrain_lessons.i18n` reads.
+  a `title=`). Its compiled `.mo` sits beside it and is what `effitrain_lessons.shared.i18n` reads.
 
 `effitrain extract` (`make catalogs`) brings the catalogs in step with the English: a new message
 gets an empty entry; a message whose English changed gets its old translation back, marked `fuzzy`,
@@ -30,7 +30,9 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-LANGUAGE = "tr"  # the one translated edition; the editions' languages are effitrain_lessons.i18n.LANGUAGES
+LANGUAGE = (
+    "tr"  # the one translated edition; the editions' languages are effitrain_lessons.shared.i18n.LANGUAGES
+)
 CATALOG_DIR = "lessons/tr"
 PACKAGE_CATALOG = "effitrain_lessons/locale/tr/LC_MESSAGES/effitrain_lessons.po"
 PACKAGE_MO = "effitrain_lessons/locale/tr/LC_MESSAGES/effitrain_lessons.mo"
@@ -63,7 +65,7 @@ class Message:
     context: str | None  # the cell id for a lesson's text; None for the runtime catalog
     text: str  # the English
     # references for the translator, space-separated:
-    # "lessons/02_x.ipynb#co-try", "effitrain_lessons/plotting.py"
+    # "lessons/02_x.ipynb#co-try", "effitrain_lessons/shared/plotting.py"
     where: str
     plural: str | None = None
 
@@ -223,7 +225,7 @@ def runtime_messages(root: Path) -> list[Message]:
     messages = []
     for path in sorted((root / PACKAGE_DIR).rglob("*.py")):
         relative = path.relative_to(root).as_posix()
-        if "/lesson_code/" in relative:
+        if relative.endswith("/saved.py"):
             continue  # the lessons' saved cells: read from the lessons themselves
         tree = ast.parse(path.read_text(encoding="utf-8"), relative)
         # a file, no line numbers: they move with every edit

@@ -16,7 +16,7 @@ input and writes JSON lines to the report pipe (`EFFITRAIN_REPORT_FD`):
 
 Every message the worker sends carries a nonce: the session's, or the case's for a case's data; the
 grader drops any other. A case's `code` is the part of a graded case that must run beside the answer
-(`effitrain_lessons.judging`); the worker runs it and sends back the variable `result` names as
+(`effitrain_lessons.shared.judging`); the worker runs it and sends back the variable `result` names as
 plain data, `encode`d. It never learns what the data is compared with, and never says whether a case
 passed: the grader judges. The grader sends one case at a time, each with a fresh nonce, and hidden
 cases only after every answer cell and public case has run, so nothing a submission prints can
@@ -41,7 +41,7 @@ import os
 import sys
 import types
 
-from effitrain_lessons.judging import encode
+from effitrain_lessons.shared.judging import encode
 
 # Modules whose attributes tests rely on: snapshotted around every answer cell and test case.
 WATCHED_EXACT = (

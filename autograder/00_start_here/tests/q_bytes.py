@@ -3,9 +3,9 @@ OK_FORMAT = True
 test = {   'name': 'q_bytes',
     'points': 1,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                ">>> got = {'bytes': tensor_bytes((8, 32, 64), torch.float32)}\n"
                                                '>>> want = {}\n'
                                                ">>> want['bytes'] = torch.empty(8, 32, 64, dtype=torch.float32).nbytes\n"
@@ -15,7 +15,7 @@ test = {   'name': 'q_bytes',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> cases = [((8, 32, 64), torch.bfloat16), ((3, 5), torch.int8), ((16, 128, 768), torch.float16), ((7,), torch.float64)]\n'
                                                ">>> got = {'bytes': [tensor_bytes(shape, dtype) for shape, dtype in cases]}\n"
                                                '>>> want = {}\n'

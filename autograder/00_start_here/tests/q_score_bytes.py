@@ -3,9 +3,9 @@ OK_FORMAT = True
 test = {   'name': 'q_score_bytes',
     'points': 1,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                ">>> got = {'bytes': score_bytes(8, 32, torch.bfloat16)}\n"
                                                '>>> want = {}\n'
                                                ">>> want['bytes'] = torch.empty(8, model.config.num_attention_heads, 32, 32, dtype=torch.bfloat16).nbytes\n"
@@ -15,7 +15,7 @@ test = {   'name': 'q_score_bytes',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> cases = [(4, 128, torch.float32), (2, 512, torch.float16)]\n'
                                                ">>> got = {'bytes': [score_bytes(sequences, tokens, dtype) for sequences, tokens, dtype in cases]}\n"
                                                '>>> want = {}\n'

@@ -4,8 +4,8 @@ test = {   'name': 'q_checkpoint_block',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> import numpy as np\n'
                                                '>>> import torch\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
                                                '>>> out = checkpointed_block(x_block)\n'
                                                ">>> got = {'kind': type(out).__name__, 'out': out}\n"
                                                '>>> if type(out) is torch.Tensor:\n'
@@ -21,9 +21,9 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                '>>> out = checkpointed_block(x_block)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"
                                                '>>> if type(out) is torch.Tensor:\n'
@@ -37,9 +37,9 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                '>>> out = checkpointed_block(x_block)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"
                                                '>>> if type(out) is torch.Tensor:\n'
@@ -56,9 +56,9 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                '>>> x_test = torch.randn(16, 64, generator=torch.Generator().manual_seed(1), requires_grad=True)\n'
                                                '>>> out = checkpointed_block(x_test)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"
@@ -77,8 +77,8 @@ test = {   'name': 'q_checkpoint_block',
                                        'hidden': True,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                '>>> x_frozen = torch.randn(16, 64, generator=torch.Generator().manual_seed(2))\n'
                                                '>>> out = checkpointed_block(x_frozen)\n'
                                                ">>> got = {'kind': type(out).__name__}\n"

@@ -2,9 +2,9 @@ OK_FORMAT = True
 
 test = {   'name': 'q_choose_segments',
     'points': 2,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.first_principles.checkpointing import deep_stack, stack_input, sweep_segments\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                ">>> got = {'k': choose_segments(20)}\n"
                                                '>>> want = {}\n'
                                                '>>> stack_20 = deep_stack(n_blocks=20, width=64, seed=0)\n'
@@ -22,8 +22,8 @@ test = {   'name': 'q_choose_segments',
                                                "segment costs')\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.checkpointing import deep_stack, stack_input, sweep_segments\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                   {   'code': '>>> from effitrain_lessons.first_principles.checkpointing import deep_stack, stack_input, sweep_segments\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> got = {str(n): choose_segments(n) for n in (12, 16, 30)}\n'
                                                '>>> want = {}\n'
                                                '>>> for n in (12, 16, 30):\n'

@@ -4,8 +4,8 @@ test = {   'name': 'q_keep_matmuls',
     'points': 3,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import CheckpointPolicy, SelectiveCheckpointContext\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> ctx = SelectiveCheckpointContext(is_recompute=False)\n'
                                                '>>> got = {}\n'
                                                ">>> for name, op in (('mm', torch.ops.aten.mm.default), ('relu', torch.ops.aten.relu.default)):\n"
@@ -25,8 +25,8 @@ test = {   'name': 'q_keep_matmuls',
                                                ">>> assert answer('relu') in want['recompute'], phrase('recompute the rest')\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                   {   'code': '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                ">>> got = {'kind': type(predicted_recomputations).__name__, 'recomputations': predicted_recomputations, 'kept_bytes': predicted_kept_bytes}\n"
                                                '>>> want = {}\n'
                                                '>>> got, want = (plain(got), plain(want))\n'
@@ -40,10 +40,10 @@ test = {   'name': 'q_keep_matmuls',
                                    {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
-                                               '>>> from effitrain_lessons.checkpointing import keep_ops_policy, two_matmuls\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.first_principles.checkpointing import keep_ops_policy, two_matmuls\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                '>>> def recomputed(policy):\n'
                                                '...     traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
                                                'context_fn=partial(create_selective_checkpoint_contexts, policy)), matmul_inputs)\n'
@@ -62,11 +62,11 @@ test = {   'name': 'q_keep_matmuls',
                                    {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
-                                               '>>> from effitrain_lessons.checkpointing import keep_ops_policy, two_matmuls\n'
-                                               '>>> from effitrain_lessons.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.first_principles.checkpointing import keep_ops_policy, two_matmuls\n'
+                                               '>>> from effitrain_lessons.shared.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                ">>> got = {'recomputations': predicted_recomputations, 'kept_bytes': predicted_kept_bytes}\n"
                                                '>>> want = {}\n'
                                                '>>> keep_products = keep_ops_policy([torch.ops.aten.mm.default])\n'
@@ -84,9 +84,9 @@ test = {   'name': 'q_keep_matmuls',
                                    {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import CheckpointPolicy, SelectiveCheckpointContext, checkpoint, create_selective_checkpoint_contexts\n'
-                                               '>>> from effitrain_lessons.checkpointing import two_matmuls, two_matmuls_inputs\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
-                                               '>>> from effitrain_lessons.tracing import trace_step\n'
+                                               '>>> from effitrain_lessons.first_principles.checkpointing import two_matmuls, two_matmuls_inputs\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.tracing import trace_step\n'
                                                '>>> test_inputs = two_matmuls_inputs(batch=16, width=32, hidden=96, seed=3)\n'
                                                '>>> ctx = SelectiveCheckpointContext(is_recompute=False)\n'
                                                ">>> got = {'kinds': [type(keep_matmuls(ctx, op)).__name__ for op in (torch.ops.aten.mm.default, torch.ops.aten.relu.default)]}\n"

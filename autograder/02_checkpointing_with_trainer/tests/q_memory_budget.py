@@ -3,8 +3,8 @@ OK_FORMAT = True
 test = {   'name': 'q_memory_budget',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> from transformers import TrainingArguments\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                ">>> got = {'kind': type(budget_args).__name__, 'batch': None, 'accumulation': None}\n"
                                                '>>> if type(budget_args) is TrainingArguments:\n'
                                                "...     got['batch'] = budget_args.per_device_train_batch_size\n"
@@ -18,11 +18,11 @@ test = {   'name': 'q_memory_budget',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from transformers import TrainingArguments\n'
-                                               '>>> from effitrain_lessons.data import tokenized_mrpc\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import measure_step\n'
-                                               '>>> from effitrain_lessons.models import tiny_bert\n'
+                                               '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import measure_step\n'
+                                               '>>> from effitrain_lessons.shared.models import tiny_bert\n'
                                                ">>> got = {'kind': type(budget_args).__name__, 'checkpointing': None, 'batch': None, 'saved': None}\n"
                                                '>>> if type(budget_args) is TrainingArguments:\n'
                                                "...     got['checkpointing'] = budget_args.activation_checkpointing\n"
@@ -44,10 +44,10 @@ test = {   'name': 'q_memory_budget',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from transformers import TrainingArguments\n'
-                                               '>>> from effitrain_lessons.data import tokenized_mrpc\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import measure_step\n'
-                                               '>>> from effitrain_lessons.models import tiny_bert\n'
+                                               '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import measure_step\n'
+                                               '>>> from effitrain_lessons.shared.models import tiny_bert\n'
                                                ">>> got = {'kind': type(budget_args).__name__, 'checkpointing': None, 'batch': None}\n"
                                                '>>> if type(budget_args) is TrainingArguments:\n'
                                                "...     got['checkpointing'] = budget_args.activation_checkpointing\n"

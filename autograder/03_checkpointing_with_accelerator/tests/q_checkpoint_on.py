@@ -3,11 +3,11 @@ OK_FORMAT = True
 test = {   'name': 'q_checkpoint_on',
     'points': 2,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.data import tokenized_mrpc\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import format_bytes, measure_step\n'
-                                               '>>> from effitrain_lessons.models import tiny_bert\n'
+                                               '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import format_bytes, measure_step\n'
+                                               '>>> from effitrain_lessons.shared.models import tiny_bert\n'
                                                '>>> _ = torch.manual_seed(0)\n'
                                                '>>> check_bert = tiny_bert(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)\n'
                                                '>>> check_bert.config.use_cache = False\n'
@@ -30,10 +30,10 @@ test = {   'name': 'q_checkpoint_on',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.data import tokenized_mrpc\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import measure_step\n'
-                                               '>>> from effitrain_lessons.models import tiny_bert\n'
+                                               '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import measure_step\n'
+                                               '>>> from effitrain_lessons.shared.models import tiny_bert\n'
                                                '>>> _ = torch.manual_seed(3)\n'
                                                '>>> hidden_bert = tiny_bert(num_hidden_layers=6)\n'
                                                '>>> hidden_bert.config.use_cache = False\n'

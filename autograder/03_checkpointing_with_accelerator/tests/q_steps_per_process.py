@@ -2,10 +2,10 @@ OK_FORMAT = True
 
 test = {   'name': 'q_steps_per_process',
     'points': 2,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.train_loop import optimizer_steps_on_one_process\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.with_accelerator.train_loop import optimizer_steps_on_one_process\n'
                                                ">>> got = {'steps': steps_per_process(40, 4, 2, 3)}\n"
                                                '>>> want = {}\n'
                                                ">>> want['steps'] = optimizer_steps_on_one_process(40, 4, 2, 3)\n"
@@ -15,8 +15,8 @@ test = {   'name': 'q_steps_per_process',
                                                'micro-batches become optimizer steps."))\n',
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.train_loop import optimizer_steps_on_one_process\n'
+                                   {   'code': '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.with_accelerator.train_loop import optimizer_steps_on_one_process\n'
                                                '>>> cases = [(10, 3, 2, 4), (7, 2, 3, 2), (12, 1, 1, 1), (9, 2, 1, 2)]\n'
                                                ">>> got = {'steps': [steps_per_process(*case) for case in cases]}\n"
                                                '>>> want = {}\n'

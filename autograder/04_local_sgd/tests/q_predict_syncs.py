@@ -2,11 +2,11 @@ OK_FORMAT = True
 
 test = {   'name': 'q_predict_syncs',
     'points': 2,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.distributed_runs import RunConfig, launch\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.shared.distributed_runs import RunConfig, launch\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.local_sgd.saved import train as lesson_train\n'
                                                ">>> got = {'predicted': predicted_syncs(24, 7, 2)}\n"
                                                '>>> want = {}\n'
                                                ">>> check_runs = launch([RunConfig(mode='local_sgd', k=7, steps=24, accumulation=2, layers=1), RunConfig(mode='ddp', steps=24, accumulation=2, "
@@ -22,9 +22,9 @@ test = {   'name': 'q_predict_syncs',
                                                "that?'))\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.distributed_runs import RunConfig, launch\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.lesson_code.lesson_04 import train as lesson_train\n'
+                                   {   'code': '>>> from effitrain_lessons.shared.distributed_runs import RunConfig, launch\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.local_sgd.saved import train as lesson_train\n'
                                                ">>> got = {'predicted': [predicted_syncs(18, 4, 3), predicted_syncs(16, 16, 4)]}\n"
                                                '>>> want = {}\n'
                                                ">>> counted = launch([RunConfig(mode='local_sgd', k=4, steps=18, accumulation=3, layers=1), RunConfig(mode='ddp', steps=18, accumulation=3, layers=1), "

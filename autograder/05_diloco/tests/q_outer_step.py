@@ -5,8 +5,8 @@ test = {   'name': 'q_outer_step',
     'suites': [   {   'cases': [   {   'code': '>>> import math\n'
                                                '>>> import numpy as np\n'
                                                '>>> import torch\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> def draws():\n'
                                                '...     """Starting parameters, and two workers\' parameters for two rounds, drawn around them."""\n'
                                                '...     generator = torch.Generator().manual_seed(5)\n'
@@ -41,7 +41,7 @@ test = {   'name': 'q_outer_step',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.judging import close, plain\n'
+                                               '>>> from effitrain_lessons.shared.judging import close, plain\n'
                                                '>>> SETTINGS = ((4, 0.5, 0.8), (3, 1.0, 0.0), (1, 0.7, 0.9))\n'
                                                '>>> def draws(rounds):\n'
                                                '...     """Starting parameters, and three workers\' parameters for each round, drawn around them."""\n'

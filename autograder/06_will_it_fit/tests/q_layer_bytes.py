@@ -3,11 +3,11 @@ OK_FORMAT = True
 test = {   'name': 'q_layer_bytes',
     'points': 3,
     'suites': [   {   'cases': [   {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import record_saved_tensors\n'
-                                               '>>> from effitrain_lessons.plan import build\n'
+                                               '>>> from effitrain_lessons.shared.checks import check_prediction\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import record_saved_tensors\n'
+                                               '>>> from effitrain_lessons.will_it_fit.plan import build\n'
                                                ">>> got = {'yours': layer_activation_bytes(32, 2, 64, 4, 256)}\n"
                                                '>>> want = {}\n'
                                                '>>> def measured_layer(s, b, h, a, f, dropout):\n'
@@ -28,9 +28,9 @@ test = {   'name': 'q_layer_bytes',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import record_saved_tensors\n'
-                                               '>>> from effitrain_lessons.plan import build\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import record_saved_tensors\n'
+                                               '>>> from effitrain_lessons.will_it_fit.plan import build\n'
                                                '>>> SHAPES = ((32, 2, 64, 4, 256, False), (48, 3, 96, 6, 192, True), (40, 1, 128, 2, 512, False), (24, 4, 64, 8, 128, True))\n'
                                                ">>> got = {'answers': [layer_activation_bytes(s, b, h, a, f, dropout=dropout) for s, b, h, a, f, dropout in SHAPES]}\n"
                                                '>>> want = {}\n'

@@ -2,10 +2,10 @@ OK_FORMAT = True
 
 test = {   'name': 'q_plan_run',
     'points': 3,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.memory import format_bytes\n'
-                                               '>>> from effitrain_lessons.plan import GPUS, estimate, supports_bf16\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.memory import format_bytes\n'
+                                               '>>> from effitrain_lessons.will_it_fit.plan import GPUS, estimate, supports_bf16\n'
                                                ">>> yours = plan_run('bert-large-uncased', 'T4', 512, 512)\n"
                                                ">>> got = {'plan': yours, 'kind': type(yours).__name__, 'tuple': type(yours) is tuple}\n"
                                                '>>> want = {}\n'
@@ -29,8 +29,8 @@ test = {   'name': 'q_plan_run',
                                                "gradient checkpointing and SDPA attention, and try every divisor from 1 up?', k=k)\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.judging import plain\n'
-                                               '>>> from effitrain_lessons.plan import estimate\n'
+                                   {   'code': '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.will_it_fit.plan import estimate\n'
                                                ">>> PLANS = (('gpt2-medium', 'L4', 144, 1024), ('llama-3.2-1b-shaped', 'A100-40GB', 96, 2048), ('llama-3.2-1b-shaped', 'T4', 8, 2048))\n"
                                                '>>> answers = [plan_run(model, gpu, batch, seq) for model, gpu, batch, seq in PLANS]\n'
                                                ">>> got = {'answers': answers, 'tuples': [type(answer) is tuple for answer in answers]}\n"

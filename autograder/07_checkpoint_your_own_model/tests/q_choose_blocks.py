@@ -2,8 +2,8 @@ OK_FORMAT = True
 
 test = {   'name': 'q_choose_blocks',
     'points': 3,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.judging import plain\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.i18n import phrase\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> yours = choose_blocks(uneven, uneven_ids, uneven_targets, BUDGET)\n'
                                                '>>> uneven.checkpointed = set()\n'
                                                ">>> got = {'choice': yours, 'kind': type(yours).__name__}\n"
@@ -32,7 +32,7 @@ test = {   'name': 'q_choose_blocks',
                                                "widths free different bytes for different FLOPs (section 3): measure each one and try every set that fits.', blocks=your_blocks)\n",
                                        'hidden': False,
                                        'locked': False},
-                                   {   'code': '>>> from effitrain_lessons.judging import plain\n'
+                                   {   'code': '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> SETTINGS = (([64, 512, 128, 1024, 256], 3000000), ([64, 512, 128, 1024, 256], 7000000), ([256, 64, 768, 128], 4000000), ([256, 64, 768, 128], '
                                                '100000))\n'
                                                '>>> answers = []\n'

@@ -1,0 +1,3 @@
+"""Lesson 01, gradient checkpointing from first principles: the A + B = C toy, selective
+policies and the deep stack (`checkpointing`), their figures (`figures`) and the quiz (`quiz`).
+"""

@@ -1,0 +1,42 @@
+"""`python -m effitrain_lessons.local_sgd.launched`: each process a launcher starts says who it is. Lesson 4.
+
+A launcher (`torchrun`, `accelerate launch`) tells each process it starts who it is through the
+environment: `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `MASTER_ADDR`, `MASTER_PORT`; it is what
+`torch.distributed` and `Accelerator` read to join the others. This module prints just that, and
+imports nothing heavy (no torch), so that lesson 04 can count the processes a command line really
+starts at a few MB each, where its training module takes hundreds of MB a process: a 1 GB machine
+(Binder) holds the notebook and the launch.
+"""
+
+from __future__ import annotations
+
+import os
+
+from effitrain_lessons.shared.i18n import phrase
+
+MARK = "WORLD_SIZE="  # in every line this module prints, whatever the language: what a reader counts
+
+
+def who_am_i(environment: dict[str, str] | None = None) -> str:
+    """The line this process prints: its rank among how many, as the launcher set them."""
+    environment = os.environ if environment is None else environment
+    world = environment.get("WORLD_SIZE")
+    if world is None:
+        return phrase(
+            "process {pid}: {mark}(not set): no launcher made this a distributed run; it is the only process",
+            pid=os.getpid(),
+            mark=MARK,
+        )
+    return phrase(
+        "process {rank} of {world}: RANK={rank} {mark}{world} MASTER_ADDR={address}",
+        rank=environment.get("RANK", "?"),
+        world=world,
+        mark=MARK,
+        address=environment.get("MASTER_ADDR", "?"),
+    )
+
+
+if __name__ == "__main__":
+    # One write of the whole line: the processes share one output, and a print() under an unbuffered
+    # launcher writes the text and its newline apart, so two processes' lines could run together.
+    os.write(1, (who_am_i() + "\n").encode())

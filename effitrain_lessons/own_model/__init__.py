@@ -1,0 +1,3 @@
+"""Lesson 07, checkpointing your own model: its data, counters and peak memory (`measure`),
+its figures (`figures`) and the quiz (`quiz`).
+"""

@@ -1,0 +1,287 @@
+"""Checkpointing a model of your own, measured: lesson 7's data, counters and peak memory.
+
+The lesson writes the model and every way of checkpointing it in its cells (`checkpoint(...)` in
+`forward`, `apply_activation_checkpointing`, a selective policy, `save_on_cpu`, saved-tensor hooks
+that send tensors to disk). This module only feeds and measures them, with the course's own
+primitives: `tracing.trace_step` (lesson 1's tracer) counts what a step keeps for the backward
+pass and its FLOPs, recomputation included; `memory.record_saved_tensors` sees what a pack hook
+receives.
+
+The peak of a step: on CUDA, `torch.cuda.max_memory_allocated` above what was allocated before.
+A CPU has no such counter in PyTorch, so `peak_bytes` counts what the allocator is asked for: every
+storage an op makes during the step (views share one), from the op that makes it until the last
+reference to it goes. The caching and fragmentation of a real allocator are not in it.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
+
+from effitrain_lessons.shared.arguments import whole_numbers
+from effitrain_lessons.shared.data import load_mrpc, load_tokenizer
+from effitrain_lessons.shared.device import synchronize
+from effitrain_lessons.shared.i18n import _, format_number, phrase
+from effitrain_lessons.shared.memory import SavedTensorLog, storage_key
+from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes, format_flops
+from effitrain_lessons.shared.tracing import trace_step
+
+WRAPPED = "_checkpoint_wrapped_module."  # what checkpoint_wrapper adds to a parameter's name
+
+# ---------------------------------------------------------------------------------------------
+# The data: the course's sentences as one stream of tokens, cut into windows
+
+
+def token_stream() -> torch.Tensor:
+    """The course's training sentences (both of each pair), tokenized and joined: one long tensor of
+    token ids. Used by lesson 7 to train a small language model."""
+    rows = load_mrpc()["train"][:]
+    tokenizer = load_tokenizer()
+    encoded = tokenizer([*rows["sentence1"], *rows["sentence2"]], add_special_tokens=False)["input_ids"]
+    return torch.tensor([token for sentence in encoded for token in sentence], dtype=torch.long)
+
+
+def language_model_batches(
+    stream: torch.Tensor, batch: int, seq: int, count: int = 1, seed: int = 0
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """`count` batches of `batch` windows of `seq` tokens from `stream`, each with its targets: the same
+    tokens one place on (next-token prediction). Windows start at random places drawn from `seed`."""
+    whole_numbers(batch=batch, seq=seq, count=count)
+    if stream.numel() <= seq + 1:
+        raise ValueError(
+            phrase("The stream has {n} tokens: too few for windows of {seq}.", n=stream.numel(), seq=seq)
+        )
+    generator = torch.Generator().manual_seed(seed)
+    batches = []
+    for _batch in range(count):
+        starts = torch.randint(stream.numel() - seq - 1, (batch,), generator=generator)
+        windows = torch.stack([stream[start : start + seq + 1] for start in starts.tolist()])
+        batches.append((windows[:, :-1].contiguous(), windows[:, 1:].contiguous()))
+    return batches
+
+
+def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of each position's logits against the next token."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+
+
+# ---------------------------------------------------------------------------------------------
+# One way of checkpointing, measured
+
+
+@dataclass(frozen=True)
+class ChoicePoint:
+    """One training step of a model (checkpointed one way or not at all), measured."""
+
+    label: str
+    saved_bytes: int  # made in the forward pass and still held when the backward starts
+    flops: int  # forward + backward, recomputation included (FlopCounterMode: matrix products)
+    seconds: float | None  # the fastest timed step; None when not timed
+    gradients: Mapping[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+
+
+def measure_choice(
+    model: torch.nn.Module, ids: torch.Tensor, targets: torch.Tensor, label: str = ""
+) -> ChoicePoint:
+    """What one training step of `model` on `ids` keeps for the backward pass and its FLOPs (lesson 1's
+    `trace_step`), and its gradients, named as in the plain model. Not timed: see `measure_choices`."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(
+            phrase("measure_choice needs a torch.nn.Module, got {kind}.", kind=type(model).__name__)
+        )
+    trace = trace_step(
+        model, {"ids": ids}, parameters=model, loss_fn=lambda logits: next_token_loss(logits, targets)
+    )
+    model.zero_grad(set_to_none=True)
+    gradients = {name.replace(WRAPPED, ""): grad for name, grad in trace.gradients.items() if name != "ids"}
+    return ChoicePoint(label, trace.kept_bytes, trace.flops, None, gradients)
+
+
+def _step_seconds(model: torch.nn.Module, ids: torch.Tensor, targets: torch.Tensor) -> float:
+    model.zero_grad(set_to_none=True)
+    synchronize(ids.device)
+    start = time.perf_counter()
+    next_token_loss(model(ids), targets).backward()
+    synchronize(ids.device)
+    seconds = time.perf_counter() - start
+    model.zero_grad(set_to_none=True)
+    return seconds
+
+
+@dataclass(frozen=True)
+class ChoiceTable(ShowsAsTable):
+    """Several ways of checkpointing one model, measured on one batch; the first is the baseline."""
+
+    points: list[ChoicePoint]
+
+    @property
+    def baseline(self) -> ChoicePoint:
+        return self.points[0]
+
+    def point(self, label: str) -> ChoicePoint:
+        for point in self.points:
+            if point.label == label:
+                return point
+        raise KeyError(phrase("No choice is labelled {label!r}.", label=label))
+
+    def gradient_difference(self, label: str) -> float:
+        """The largest absolute difference between a choice's gradients and the baseline's (0.0: equal
+        bit for bit)."""
+        mine, base = self.point(label).gradients, self.baseline.gradients
+        if set(mine) != set(base):
+            return math.inf
+        return max((mine[name] - base[name]).abs().max().item() for name in base)
+
+    def table(self) -> Table:
+        base = self.baseline
+        rows = []
+        for point in self.points:
+            rows.append(
+                [
+                    _(point.label),
+                    format_bytes(point.saved_bytes),
+                    format_number(point.saved_bytes / base.saved_bytes, ".0%"),
+                    format_number((point.flops - base.flops) / base.flops, "+.1%"),
+                    "-"
+                    if point.seconds is None
+                    else f"{format_number(point.seconds / base.seconds, '.2f')}x",
+                    format_number(self.gradient_difference(point.label), ".1g"),
+                ]
+            )
+        return Table(
+            [
+                "choice",
+                "kept for backward",
+                "of the plain step",
+                "recomputed FLOPs",
+                "time",
+                "gradients: largest difference",
+            ],
+            rows,
+            notes=[
+                phrase(
+                    "plain step: {size} kept, {flops}",
+                    size=format_bytes(base.saved_bytes),
+                    flops=format_flops(base.flops),
+                )
+            ],
+        )
+
+
+def measure_choices(
+    models: Mapping[str, torch.nn.Module], ids: torch.Tensor, targets: torch.Tensor, rounds: int = 3
+) -> ChoiceTable:
+    """`measure_choice` for each model of `models` (label -> model; the first is the baseline), then
+    each timed in turns, `rounds` times, keeping its fastest step: a burst of other work on a shared
+    machine then slows every choice of a round alike. Used by lesson 7."""
+    whole_numbers(rounds=rounds)
+    points = {label: measure_choice(model, ids, targets, label) for label, model in models.items()}
+    fastest = dict.fromkeys(models, math.inf)
+    for _round in range(rounds):
+        for label, model in models.items():
+            fastest[label] = min(fastest[label], _step_seconds(model, ids, targets))
+    return ChoiceTable(
+        [
+            ChoicePoint(label, point.saved_bytes, point.flops, fastest[label], point.gradients)
+            for label, point in points.items()
+        ]
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# What a pack hook receives
+
+
+def packed_bytes(log: SavedTensorLog) -> dict[str, int]:
+    """The bytes a pack hook is handed in one forward pass, once per call (what `save_on_cpu` copies):
+    of activations, and of the model's own parameters, which are in memory anyway."""
+    sizes = {"activations": 0, "parameters": 0}
+    for entry in log.entries:
+        nbytes = math.prod(entry.shape) * torch.empty((), dtype=entry.dtype).element_size()
+        sizes["parameters" if entry.is_model_state else "activations"] += nbytes
+    return sizes
+
+
+# ---------------------------------------------------------------------------------------------
+# The peak of a step
+
+
+class _LiveStorages(TorchDispatchMode):
+    """Counts the bytes of every storage an op makes while it is active, until it is freed, and the peak."""
+
+    def __init__(self, before: Iterable[torch.Tensor]) -> None:
+        super().__init__()
+        self.known = {storage_key(tensor) for tensor in before}
+        self.live: dict[tuple[str, int], tuple[StorageWeakRef, int]] = {}
+        self.now = self.peak = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self._forget_freed()
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
+                storage = tensor.untyped_storage()
+                key = storage_key(tensor)
+                if key not in self.live and key not in self.known and storage.nbytes():
+                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
+                    self.now += storage.nbytes()
+        self.peak = max(self.peak, self.now)
+        return out
+
+    def _forget_freed(self) -> None:
+        for key in [key for key, (ref, _size) in self.live.items() if ref.expired()]:
+            self.now -= self.live.pop(key)[1]
+
+
+def peak_bytes(
+    step: Callable[[], object], device: torch.device | str = "cpu", held: Iterable[torch.Tensor] = ()
+) -> int:
+    """The most memory `step()` holds at once beyond what existed before it: on CUDA
+    `torch.cuda.max_memory_allocated`, elsewhere the bytes of the storages its ops make and still hold
+    (the module's docstring says what that leaves out). `held`: tensors that exist before the step
+    (parameters), never counted. What `step` returns is dropped before the end."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - before
+    with _LiveStorages(held) as counter:
+        step()
+    return counter.peak
+
+
+@dataclass(frozen=True)
+class PeakReport(ShowsAsTable):
+    """What a step keeps for the backward pass against the most it holds at once: during the forward
+    and backward passes, and with the optimizer's step after them."""
+
+    # (label, kept for the backward pass, peak of forward and backward, peak with the optimizer's step)
+    steps: list[tuple[str, int, int, int]]
+    device: str
+
+    def table(self) -> Table:
+        return Table(
+            ["step", "kept for backward", "peak: forward and backward", "peak: with AdamW's first step"],
+            [
+                [_(label), format_bytes(kept), format_bytes(backward), format_bytes(whole)]
+                for label, kept, backward, whole in self.steps
+            ],
+            notes=[
+                phrase("peak: torch.cuda.max_memory_allocated, above the parameters")
+                if self.device == "cuda"
+                else phrase(
+                    "peak: the storages the step's operations make, counted until freed, above the parameters"
+                )
+            ],
+        )

@@ -1,0 +1,851 @@
+"""Will it fit? The memory one training step needs, predicted from a model's config (lesson 6).
+
+`estimate(model, batch=..., seq=..., ...)` returns a breakdown with the formula of every line:
+parameters, gradients and optimizer state (exact: counted from the model built on the meta
+device, so no weights are read), the activations saved for backward (each tensor a layer of the
+`transformers` implementation saves, counted by kind), and a stated allowance for what is not
+modelled. `effitrain plan` prints the same from the command line.
+
+The activation count follows Korthikanti et al. 2022 (arXiv:2205.05198), who count a
+transformer layer's saved tensors as s*b*h*(34 + 5*a*s/h) bytes in 16 bits, but it counts what
+these implementations save, which differs in three ways the lesson measures:
+- dropout's mask is one byte per element on a GPU, but on a CPU it is a tensor of the
+  activations' own type (4 bytes in fp32);
+- the feed-forward width f is the config's (4h for BERT and GPT-2, 4h in the paper), and GPT-2's
+  `gelu_new` is written out in Python, so it keeps three more s*b*f tensors than GELU;
+- fused attention (SDPA's flash or memory-efficient kernels) keeps no a*s*s*b score matrices,
+  only a log-sum-exp per row. On a CPU, SDPA with attention dropout falls back to the plain
+  (math) path, which keeps them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+from effitrain_lessons.shared.arguments import whole_numbers
+from effitrain_lessons.shared.i18n import N_, _, fill, format_number, phrase
+from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes
+
+CONFIG_DIR = Path(__file__).resolve().parent / "course_data" / "configs"
+MiB = 2**20
+GiB = 2**30
+
+# Memory as `nvidia-smi` reports it (MiB). Colab's free tier lends a T4.
+GPUS = {
+    "T4": 15360 * MiB,
+    "colab-T4": 15360 * MiB,
+    "L4": 23034 * MiB,
+    "A100-40GB": 40960 * MiB,
+    "A100-80GB": 81920 * MiB,
+    "H100-80GB": 81559 * MiB,
+}
+
+# Compute capability of each preset's GPU. bf16 arithmetic needs Ampere (8.0) or newer: a T4 (Turing,
+# 7.5) trains in 16 bits with fp16 autocast and a loss scaler (torch.amp.GradScaler) instead.
+CAPABILITIES = {
+    "T4": (7, 5),
+    "colab-T4": (7, 5),
+    "L4": (8, 9),
+    "A100-40GB": (8, 0),
+    "A100-80GB": (8, 0),
+    "H100-80GB": (9, 0),
+}
+BF16_FROM = (8, 0)
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum")
+ATTENTIONS = ("eager", "sdpa")
+DEVICES = ("cuda", "cpu")
+FAMILIES = ("bert", "gpt2", "llama")
+
+# Not modelled, stated: the CUDA context and kernels (outside torch.cuda.max_memory_allocated), and a
+# share of the modelled bytes for allocator fragmentation and temporary buffers of the backward pass.
+CUDA_CONTEXT = GiB // 2
+UNMODELLED_SHARE = 0.10
+
+
+# ---------------------------------------------------------------------------------------------
+# A model's shape, from its config
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the estimate needs from a config; `parameters` and `tensors` are counted on the meta device."""
+
+    name: str
+    family: str  # "bert" (sequence classification) or "gpt2" / "llama" (causal language model)
+    layers: int
+    hidden: int  # h
+    heads: int  # a
+    kv_hidden: int  # width of the keys and values: h, or fewer with grouped-query attention
+    intermediate: int  # f, the feed-forward width
+    vocab: int  # V
+    activation: str
+    hidden_dropout: float
+    attention_dropout: float
+    parameters: int
+    tensors: int  # parameter tensors (each gets its own optimizer step count)
+
+
+def bundled_models() -> list[str]:
+    """The model configs the package carries (no hub access needed)."""
+    return sorted(path.stem for path in CONFIG_DIR.glob("*.json"))
+
+
+def _read_config(model) -> tuple[str, dict]:
+    """(name, config dict) for a bundled name, a folder with a config.json, a .json file or a config
+    object."""
+    if hasattr(model, "to_dict"):
+        return getattr(model, "name_or_path", "") or model.model_type, model.to_dict()
+    if isinstance(model, dict):
+        return model.get("name", model.get("model_type", "model")), dict(model)
+    text = str(model)
+    bundled = {name.lower(): name for name in bundled_models()}
+    if text.lower() in bundled:
+        path = CONFIG_DIR / f"{bundled[text.lower()]}.json"
+    else:
+        path = Path(text).expanduser()
+        if path.is_dir():
+            path = path / "config.json"
+        if not path.is_file():
+            raise ValueError(
+                phrase(
+                    "There is no model {name!r} here: use one of "
+                    "{known}, or give a folder that holds a config.json.",
+                    name=text,
+                    known=", ".join(bundled_models()),
+                )
+            )
+    try:
+        return (
+            bundled.get(text.lower(), path.parent.name if path.name == "config.json" else path.stem),
+            json.loads(path.read_text(encoding="utf-8")),
+        )
+    except (OSError, json.JSONDecodeError) as error:
+        raise ValueError(
+            phrase("{path} is not a readable JSON config ({error}).", path=path, error=error)
+        ) from None
+
+
+def model_shape(model) -> ModelShape:
+    """The shape of `model`: a bundled name (`bundled_models()`), a config folder or file, or a config."""
+    if isinstance(model, ModelShape):
+        return model
+    name, config = _read_config(model)
+    return _shape_of(name, json.dumps(config, sort_keys=True, default=str))
+
+
+def _config(settings: dict, attention: str | None = None):
+    from transformers import AutoConfig
+
+    settings = dict(settings)
+    family = settings.pop("model_type", None)
+    if family not in FAMILIES:
+        raise ValueError(
+            phrase(
+                "The planner knows BERT, GPT-2 and Llama-style configs (model_type {known}), not {family!r}.",
+                known=", ".join(FAMILIES),
+                family=family,
+            )
+        )
+    for key in ("name", "transformers_version", "_name_or_path", "architectures", "attn_implementation"):
+        settings.pop(key, None)
+    if attention:
+        settings["attn_implementation"] = attention
+    return AutoConfig.for_model(family, **settings)
+
+
+def _builder(family: str):
+    from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
+
+    return AutoModelForSequenceClassification if family == "bert" else AutoModelForCausalLM
+
+
+def build(model, attention: str = "sdpa", seed: int = 0, **overrides):
+    """A real model of `model`'s family (random weights, on the CPU, in train mode), with config
+    fields overridden (e.g. `num_hidden_layers=2`): the shapes lesson 6 measures.
+
+    BERT gets a sequence-classification head (as the course fine-tunes it), GPT-2 and Llama a
+    language-model head, as the estimate assumes.
+    """
+    import torch
+
+    _name, settings = _read_config(model)
+    config = _config({**settings, **overrides}, attention)
+    torch.manual_seed(seed)
+    built = _builder(config.model_type).from_config(config)
+    return built.train()
+
+
+@lru_cache(maxsize=32)
+def _shape_of(name: str, config_json: str) -> ModelShape:
+    import torch
+
+    config = _config(json.loads(config_json))
+    family = config.model_type
+    with torch.device("meta"):
+        built = _builder(family).from_config(config)
+    unique = {id(p): p for p in built.parameters()}  # tied weights (GPT-2's, Llama 3.2's) count once
+    if family == "gpt2":
+        hidden, heads = config.n_embd, config.n_head
+        return ModelShape(
+            name,
+            family,
+            config.n_layer,
+            hidden,
+            heads,
+            hidden,
+            config.n_inner or 4 * hidden,
+            config.vocab_size,
+            config.activation_function,
+            config.resid_pdrop,
+            config.attn_pdrop,
+            sum(p.numel() for p in unique.values()),
+            len(unique),
+        )
+    if family == "bert":
+        dropouts = (config.hidden_dropout_prob, config.attention_probs_dropout_prob)
+        kv_hidden = config.hidden_size
+    else:
+        dropouts = (0.0, config.attention_dropout)
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+        kv_hidden = config.num_key_value_heads * head_dim
+    return ModelShape(
+        name,
+        family,
+        config.num_hidden_layers,
+        config.hidden_size,
+        config.num_attention_heads,
+        kv_hidden,
+        config.intermediate_size,
+        config.vocab_size,
+        config.hidden_act,
+        *dropouts,
+        sum(p.numel() for p in unique.values()),
+        len(unique),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings: written once, for the function and the command line
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One training setup. `batch` is the effective batch: `accumulation` micro-batches of
+    batch / accumulation."""
+
+    batch: int = field(default=8, metadata={"help": "sequences per optimizer step (the effective batch)"})
+    seq: int = field(default=128, metadata={"help": "tokens per sequence"})
+    accumulation: int = field(default=1, metadata={"help": "micro-batches per optimizer step"})
+    precision: str = field(
+        default="fp32", metadata={"help": "the weights' and activations' type", "choices": PRECISIONS}
+    )
+    master_weights: bool = field(
+        default=True,
+        metadata={
+            "help": (
+                "with bf16/fp16: keep an fp32 copy of the weights and fp32 optimizer state (mixed precision)"
+            )
+        },
+    )
+    optimizer: str = field(default="adamw", metadata={"help": "the optimizer", "choices": OPTIMIZERS})
+    attention: str = field(
+        default="sdpa",
+        metadata={
+            "help": "eager keeps the a*s*s score matrices; sdpa (fused) does not",
+            "choices": ATTENTIONS,
+        },
+    )
+    checkpointing: bool = field(default=False, metadata={"help": "recompute each layer in backward"})
+    device: str = field(default="cuda", metadata={"help": "where it trains", "choices": DEVICES})
+
+    def __post_init__(self) -> None:
+        whole_numbers(batch=self.batch, seq=self.seq, accumulation=self.accumulation)
+        if self.batch % self.accumulation:
+            raise ValueError(
+                phrase(
+                    "An effective batch of {batch} does not split into {accumulation} equal micro-batches: "
+                    "choose an accumulation that divides the batch.",
+                    batch=self.batch,
+                    accumulation=self.accumulation,
+                )
+            )
+        for name, allowed in (
+            ("precision", PRECISIONS),
+            ("optimizer", OPTIMIZERS),
+            ("attention", ATTENTIONS),
+            ("device", DEVICES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    phrase(
+                        "{name} must be one of {allowed}, got {value!r}.",
+                        name=name,
+                        allowed=", ".join(allowed),
+                        value=getattr(self, name),
+                    )
+                )
+
+    @property
+    def micro_batch(self) -> int:
+        return self.batch // self.accumulation
+
+
+def _settings(settings: Settings | None, options: dict) -> Settings:
+    """`settings` (default: `Settings()`) with `options` changed; an unknown option gets one sentence."""
+    from dataclasses import fields
+
+    known = [f.name for f in fields(Settings)]
+    unknown = [name for name in options if name not in known]
+    if unknown:
+        raise ValueError(
+            phrase(
+                "{name!r} is not a setting of the estimate: use {known}.",
+                name=unknown[0],
+                known=", ".join(known),
+            )
+        )
+    return replace(settings or Settings(), **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations: the tensors a layer saves, by kind
+
+
+@dataclass(frozen=True)
+class Term:
+    """`count` tensors of `elements` (a product of the shape's letters) at `nbytes` bytes an element."""
+
+    count: int
+    elements: str  # letters among s, b, h, f, a, V, k (k: the keys' and values' width)
+    nbytes: int
+    what: str  # English (N_), for the lesson's tables
+
+    def size(self, dims: dict[str, int]) -> int:
+        n = self.count * self.nbytes
+        for letter in self.elements.replace("²", ""):
+            n *= dims[letter]
+        return n * (dims["s"] if "²" in self.elements else 1)
+
+    def formula(self) -> str:
+        return f"{self.count}·{self.elements}·{self.nbytes} B"
+
+
+def _bytes(settings: Settings) -> dict[str, int]:
+    """Bytes an element, by kind: activations, dropout masks, statistics kept in fp32 on a GPU."""
+    act = 4 if settings.precision == "fp32" else 2
+    on_gpu = settings.device == "cuda"
+    return {"act": act, "mask": 1 if on_gpu else act, "stat": 4 if on_gpu else act}
+
+
+def scores_kept(shape: ModelShape, settings: Settings) -> bool:
+    """Whether attention keeps its a*s*s score matrices: eager always; SDPA on a CPU when attention
+    dropout is on (the fused CPU kernel has no dropout, so SDPA takes the math path)."""
+    return settings.attention == "eager" or (settings.device == "cpu" and shape.attention_dropout > 0)
+
+
+def layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
+    """The tensors one transformer layer saves for backward, as this family's implementation saves them."""
+    size = _bytes(settings)
+    act, mask, stat = size["act"], size["mask"], size["stat"]
+    fused = not scores_kept(shape, settings)
+    if shape.family == "llama":
+        # q, k, v projections' input, q and the output, two RMSNorms (input and normalised), o_proj
+        # and down_proj inputs; eager attention repeats the keys and values to h.
+        terms = [
+            Term(8, "sbh", act, N_("layer inputs, norms and projections")),
+            Term(2, "sbk" if fused else "sbh", act, N_("keys and values")),
+            Term(4, "sbf", act, N_("feed-forward (SwiGLU)")),
+            Term(2, "sb", stat, N_("norm statistics")),
+        ]
+    else:
+        mlp = 5 if shape.activation == "gelu_new" else 2  # gelu_new, in Python, keeps 3 more
+        projections = 10 if (shape.family == "gpt2" and fused) else 8
+        terms = [
+            Term(projections, "sbh", act, N_("layer inputs, norms and projections")),
+            Term(mlp, "sbf", act, N_("feed-forward")),
+            Term(4, "sb", stat, N_("norm statistics")),
+        ]
+        if shape.hidden_dropout > 0:
+            terms.append(Term(2, "sbh", mask, N_("dropout masks")))
+    if fused:
+        terms.append(Term(1, "asb", 4, N_("attention log-sum-exp")))
+    else:
+        terms.append(Term(1, "as²b", act, N_("attention scores")))
+        if shape.attention_dropout > 0:
+            terms += [
+                Term(1, "as²b", mask, N_("attention dropout mask")),
+                Term(1, "as²b", act, N_("attention after dropout")),
+            ]
+    return terms
+
+
+def outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
+    """What lies outside the layers: embeddings, the head, the loss."""
+    size = _bytes(settings)
+    act, mask = size["act"], size["mask"]
+    if shape.family == "llama":
+        return [
+            Term(3, "sbh", act, N_("embeddings and final norm")),
+            Term(1, "sbV", 4, N_("loss (fp32 log-softmax)")),
+        ]
+    terms = [Term(2, "sbh", act, N_("embeddings and final norm"))]
+    if shape.hidden_dropout > 0:
+        terms.append(Term(1, "sbh", mask, N_("embedding dropout mask")))
+    if shape.family == "gpt2":
+        terms.append(Term(1, "sbV", 4, N_("loss (fp32 log-softmax)")))
+    else:
+        terms.append(Term(1, "bh", act, N_("pooler")))
+        if shape.hidden_dropout > 0:
+            terms += [
+                Term(1, "bh", mask, N_("classifier dropout mask")),
+                Term(1, "bh", act, N_("classifier input")),
+            ]
+    return terms
+
+
+def checkpointed_layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
+    """With full recomputation a layer keeps only its input."""
+    return [Term(1, "sbh", _bytes(settings)["act"], N_("layer input"))]
+
+
+def checkpointed_outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
+    """Checkpointed GPT-2 with eager attention also keeps the causal mask it hands to every layer."""
+    terms = outside_terms(shape, settings)
+    if shape.family == "gpt2" and settings.attention == "eager":
+        terms.append(Term(1, "bs²", _bytes(settings)["act"], N_("causal mask")))
+    return terms
+
+
+def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> int:
+    """Korthikanti et al. 2022: one transformer layer's activations, 16-bit tensors and 1-byte
+    dropout masks, s*b*h*(34 + 5*a*s/h) bytes (twice that is the fp32 reference)."""
+    return round(s * b * h * (34 + 5 * a * s / h))
+
+
+def korthikanti_checkpointed_layer_bytes(s: int, b: int, h: int) -> int:
+    """With full recomputation a layer keeps only its input: 2*s*b*h bytes in 16 bits."""
+    return 2 * s * b * h
+
+
+def _dims(shape: ModelShape, settings: Settings) -> dict[str, int]:
+    return {
+        "s": settings.seq,
+        "b": settings.micro_batch,
+        "h": shape.hidden,
+        "f": shape.intermediate,
+        "a": shape.heads,
+        "V": shape.vocab,
+        "k": shape.kv_hidden,
+    }
+
+
+def _total(terms: list[Term], dims: dict[str, int]) -> int:
+    return sum(term.size(dims) for term in terms)
+
+
+def _formula(terms: list[Term]) -> str:
+    return " + ".join(term.formula() for term in terms)
+
+
+# ---------------------------------------------------------------------------------------------
+# The estimate
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the breakdown: what, how many bytes, and the formula that gave them."""
+
+    name: str  # English (N_); shown translated
+    nbytes: int
+    formula: str
+    modelled: bool = True  # False for the allowance
+
+
+@dataclass(frozen=True)
+class Estimate(ShowsAsTable):
+    """The memory one training step needs, line by line. `total` includes the allowance."""
+
+    model: ModelShape
+    settings: Settings
+    lines: tuple[Line, ...]
+
+    @property
+    def total(self) -> int:
+        return sum(line.nbytes for line in self.lines)
+
+    @property
+    def modelled(self) -> int:
+        """What the lines model (comparable with torch.cuda.max_memory_allocated)."""
+        return sum(line.nbytes for line in self.lines if line.modelled)
+
+    def line(self, name: str) -> Line:
+        for line in self.lines:
+            if line.name == name:
+                return line
+        raise KeyError(name)
+
+    def bytes_of(self, name: str) -> int:
+        """Bytes of the line `name`, 0 when the estimate has no such line."""
+        return next((line.nbytes for line in self.lines if line.name == name), 0)
+
+    def fits(self, memory) -> bool:
+        return self.total <= memory_of(memory)
+
+    def table(self) -> Table:
+        rows = [(_(line.name), format_bytes(line.nbytes), line.formula) for line in self.lines]
+        rows.append((_("total"), format_bytes(self.total), ""))
+        return Table(["memory", "bytes", "formula"], rows, title=describe(self))
+
+    def to_dict(self) -> dict:
+        return {
+            "model": asdict(self.model),
+            "settings": asdict(self.settings),
+            "lines": [asdict(line) for line in self.lines],
+            "modelled_bytes": self.modelled,
+            "total_bytes": self.total,
+        }
+
+
+def describe(estimate: Estimate) -> str:
+    """One line naming the model and the setup."""
+    s = estimate.settings
+    precision = (
+        s.precision
+        if s.precision == "fp32"
+        else (
+            phrase("{precision} mixed", precision=s.precision)
+            if s.master_weights
+            else phrase("pure {precision}", precision=s.precision)
+        )
+    )
+    return phrase(
+        "{model}: batch {batch} ({accumulation} x {micro}), sequence {seq}, {precision}, {optimizer}, "
+        "{attention} attention, checkpointing {checkpointing}",
+        model=estimate.model.name,
+        batch=s.batch,
+        accumulation=s.accumulation,
+        micro=s.micro_batch,
+        seq=s.seq,
+        precision=precision,
+        optimizer=s.optimizer,
+        attention=s.attention,
+        checkpointing=_("on") if s.checkpointing else _("off"),
+    )
+
+
+def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
+    p, t = shape.parameters, shape.tensors
+    weight = 4 if settings.precision == "fp32" else 2
+    master = settings.precision != "fp32" and settings.master_weights
+    state = 4 if (settings.precision == "fp32" or master) else 2
+    lines = [Line(N_("parameters"), weight * p, f"{weight} B × {format_number(p, ',')}")]
+    if master:
+        lines.append(Line(N_("fp32 master weights"), 4 * p, f"4 B × {format_number(p, ',')}"))
+    lines.append(Line(N_("gradients"), weight * p, f"{weight} B × {format_number(p, ',')}"))
+    if settings.optimizer == "adamw":
+        # two moments, and PyTorch's step count: one fp32 scalar tensor per parameter tensor
+        lines.append(
+            Line(
+                N_("optimizer state"),
+                2 * state * p + 4 * t,
+                phrase(
+                    "2 × {state} B × {parameters:,} + 4 B × {tensors} tensors",
+                    state=state,
+                    parameters=p,
+                    tensors=t,
+                ),
+            )
+        )
+    elif settings.optimizer == "adamw-8bit":
+        lines.append(
+            Line(
+                N_("optimizer state"), 2 * p, phrase("2 × 1 B × {parameters:,} (8-bit moments)", parameters=p)
+            )
+        )
+    elif settings.optimizer == "sgd-momentum":
+        lines.append(Line(N_("optimizer state"), state * p, f"{state} B × {format_number(p, ',')}"))
+    else:
+        lines.append(Line(N_("optimizer state"), 0, "0 (SGD)"))
+    return lines
+
+
+def activation_bytes(shape: ModelShape, settings: Settings) -> dict[str, int]:
+    """Bytes saved for backward: 'layer' (one layer), 'kept' (what the forward leaves for backward)
+    and 'recomputed' (one layer rebuilt during backward; 0 without checkpointing)."""
+    dims = _dims(shape, settings)
+    layer = _total(layer_terms(shape, settings), dims)
+    outside = _total(outside_terms(shape, settings), dims)
+    if settings.checkpointing:
+        outside = _total(checkpointed_outside_terms(shape, settings), dims)
+        kept = shape.layers * _total(checkpointed_layer_terms(shape, settings), dims) + outside
+        return {"layer": layer, "kept": kept, "recomputed": layer}
+    return {"layer": layer, "kept": shape.layers * layer + outside, "recomputed": 0}
+
+
+def estimate(model, settings: Settings | None = None, **options) -> Estimate:
+    """The memory one training step of `model` needs, line by line, each with its formula.
+
+    `model`: a bundled name (`bundled_models()`), a config folder or file, or a config. `options`
+    are `Settings` fields: batch (the effective batch), seq, accumulation, precision ("fp32",
+    "bf16", "fp16"), master_weights, optimizer ("adamw", "adamw-8bit", "sgd", "sgd-momentum"),
+    attention ("eager", "sdpa"), checkpointing, device ("cuda", "cpu"). Used by lesson 6 and
+    `effitrain plan`.
+    """
+    settings = _settings(settings, options)
+    shape = model_shape(model)
+    lines = _state_lines(shape, settings)
+    saved = activation_bytes(shape, settings)
+    per_layer = _formula(
+        checkpointed_layer_terms(shape, settings) if settings.checkpointing else layer_terms(shape, settings)
+    )
+    outside = (
+        checkpointed_outside_terms(shape, settings)
+        if settings.checkpointing
+        else outside_terms(shape, settings)
+    )
+    lines.append(
+        Line(N_("activations"), saved["kept"], f"{shape.layers} × ({per_layer}) + {_formula(outside)}")
+    )
+    if settings.checkpointing:
+        lines.append(
+            Line(N_("one layer recomputed"), saved["recomputed"], _formula(layer_terms(shape, settings)))
+        )
+    modelled = sum(line.nbytes for line in lines)
+    allowance = math.ceil(UNMODELLED_SHARE * modelled)
+    formula = f"{format_number(UNMODELLED_SHARE, '.0%')} × {format_bytes(modelled)}"
+    if settings.device == "cuda":
+        allowance += CUDA_CONTEXT
+        formula += f" + {format_bytes(CUDA_CONTEXT)}"
+    lines.append(Line(N_("not modelled (allowance)"), allowance, formula, modelled=False))
+    return Estimate(shape, settings, tuple(lines))
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory, and what fits in it
+
+
+def memory_of(memory) -> int:
+    """Bytes of a GPU preset (`GPUS`: "T4", "A100-80GB", ...), a size such as "12GiB", "16GB" or
+    "15360MiB", or a number of bytes."""
+    if isinstance(memory, bool):
+        raise ValueError(_("Give the memory as a GPU name (such as T4) or a size (such as 16GiB)."))
+    if isinstance(memory, (int, float)):
+        if not memory > 0 or memory == math.inf:
+            raise ValueError(phrase("The memory must be more than 0 bytes, got {memory}.", memory=memory))
+        return int(memory)
+    text = str(memory).strip()
+    presets = {name.lower(): size for name, size in GPUS.items()}
+    if text.lower() in presets:
+        return presets[text.lower()]
+    found = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)?", text, flags=re.IGNORECASE)
+    if not found or float(found.group(1)) <= 0:
+        raise ValueError(
+            phrase(
+                "{memory!r} is neither a GPU ({known}) nor a size such as 16GiB or 15360MiB.",
+                memory=text,
+                known=", ".join(GPUS),
+            )
+        )
+    units = {
+        "b": 1,
+        "kb": 10**3,
+        "mb": 10**6,
+        "gb": 10**9,
+        "tb": 10**12,
+        "kib": 2**10,
+        "mib": 2**20,
+        "gib": 2**30,
+        "tib": 2**40,
+    }
+    return int(float(found.group(1)) * units[(found.group(2) or "b").lower()])
+
+
+def largest_micro_batch(model, memory, settings: Settings | None = None, **options) -> int:
+    """The largest micro-batch (accumulation 1) that fits in `memory`; 0 when not even 1 does."""
+    limit = memory_of(memory)
+    settings = _settings(settings, options)
+
+    def fits(b: int) -> bool:
+        return estimate(model, settings, batch=b, accumulation=1).total <= limit
+
+    if not fits(1):
+        return 0
+    high = 2
+    while fits(high) and high < 2**24:
+        high *= 2
+    low = high // 2  # fits(low), not fits(high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def smallest_accumulation(model, memory, settings: Settings | None = None, **options) -> int | None:
+    """The fewest micro-batches per step (a divisor of the batch) that make `batch` fit; None if none do."""
+    limit = memory_of(memory)
+    settings = _settings(settings, options)
+    for k in range(1, settings.batch + 1):
+        if settings.batch % k == 0 and estimate(model, settings, accumulation=k).total <= limit:
+            return k
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a setup fits a GPU, and if not, which single change would make it fit."""
+
+    gpu: str
+    memory: int
+    estimate: Estimate
+    remedies: tuple[tuple[str, Estimate], ...]  # (English description, the estimate with that change)
+    largest_micro_batch: int
+    bf16: bool = True  # whether the GPU computes in bf16 (`supports_bf16`)
+
+    @property
+    def precision_note(self) -> str:
+        """A sentence when the setup asks for bf16 on a GPU without it; else empty."""
+        if self.estimate.settings.precision == "bf16" and not self.bf16:
+            return phrase(
+                "{gpu} has no bf16: train in fp16 with a loss scaler (GradScaler), the same bytes.",
+                gpu=self.gpu,
+            )
+        return ""
+
+    @property
+    def fits(self) -> bool:
+        return self.estimate.total <= self.memory
+
+    def sentence(self) -> str:
+        note = self.precision_note
+        return f"{self._fit_sentence()} {note}" if note else self._fit_sentence()
+
+    def _fit_sentence(self) -> str:
+        used = phrase(
+            "{total} of {memory}", total=format_bytes(self.estimate.total), memory=format_bytes(self.memory)
+        )
+        if self.fits:
+            return phrase(
+                "{gpu}: fits ({used}); the largest micro-batch that fits is {largest}.",
+                gpu=self.gpu,
+                used=used,
+                largest=self.largest_micro_batch,
+            )
+        if self.remedies:
+            return phrase(
+                "{gpu}: does not fit ({used}); it would with {remedies}.",
+                gpu=self.gpu,
+                used=used,
+                remedies=_(" or ").join(fill(_(text), values(remedy)) for text, remedy in self.remedies),
+            )
+        return phrase(
+            "{gpu}: does not fit ({used}), and no single change the planner knows makes it fit.",
+            gpu=self.gpu,
+            used=used,
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "gpu": self.gpu,
+            "memory_bytes": self.memory,
+            "fits": self.fits,
+            "mixed_precision": "bf16" if self.bf16 else "fp16",
+            "total_bytes": self.estimate.total,
+            "largest_micro_batch": self.largest_micro_batch,
+            "remedies": [
+                {
+                    "change": _(text).format(**values(remedy)),
+                    "settings": asdict(remedy.settings),
+                    "total_bytes": remedy.total,
+                }
+                for text, remedy in self.remedies
+            ],
+        }
+
+
+def values(estimate: Estimate) -> dict:
+    return {"accumulation": estimate.settings.accumulation, "micro": estimate.settings.micro_batch}
+
+
+def supports_bf16(gpu) -> bool:
+    """Whether `gpu` computes in bf16: a preset of `GPUS` (by its compute capability, `CAPABILITIES`),
+    a compute capability such as (7, 5), or a name such as "Tesla T4" or "NVIDIA A100-SXM4-80GB" (as
+    `torch.cuda.get_device_name` says it). A bare size (such as "16GiB") names no GPU: False, since
+    fp16 with a loss scaler runs on every CUDA GPU."""
+    if isinstance(gpu, tuple):
+        return tuple(gpu) >= BF16_FROM
+    text = str(gpu).lower()
+    presets = {name.lower(): capability for name, capability in CAPABILITIES.items()}
+    if text in presets:
+        return presets[text] >= BF16_FROM
+    for name, capability in sorted(CAPABILITIES.items(), key=lambda item: -len(item[0])):
+        if re.search(rf"\b{re.escape(name.split('-')[0].lower())}\b", text):
+            return capability >= BF16_FROM
+    return False
+
+
+def mixed_precision(gpu) -> str:
+    """The 16-bit type a training step on `gpu` should use: "bf16" where the GPU has it (Ampere and
+    newer), else "fp16", with a loss scaler (`torch.amp.GradScaler`) to keep small gradients from
+    underflowing. The bytes are the same; only the type changes."""
+    return "bf16" if supports_bf16(gpu) else "fp16"
+
+
+# The changes the verdict tries, one at a time (English; shown translated). The mixed precision's type
+# follows the GPU (`mixed_precision`): see `remedies_for`.
+REMEDIES = (
+    (N_("checkpointing"), {"checkpointing": True}),
+    (N_("fused (SDPA) attention"), {"attention": "sdpa"}),
+    (N_("bf16 mixed precision"), {"precision": "bf16", "master_weights": True}),
+    (N_("an 8-bit AdamW"), {"optimizer": "adamw-8bit"}),
+    (N_("SGD without momentum"), {"optimizer": "sgd"}),
+)
+FP16_REMEDY = (
+    N_("fp16 mixed precision with a loss scaler (GradScaler)"),
+    {"precision": "fp16", "master_weights": True},
+)
+
+
+def remedies_for(gpu) -> tuple[tuple[str, dict], ...]:
+    """`REMEDIES` as they apply on `gpu`: on a GPU without bf16 (a T4), fp16 with a loss scaler
+    replaces bf16 mixed precision."""
+    if supports_bf16(gpu):
+        return REMEDIES
+    return tuple(
+        FP16_REMEDY if change.get("precision") == "bf16" else (text, change) for text, change in REMEDIES
+    )
+
+
+def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
+    """Does `settings` fit `gpu` (a preset or a size)? If not, the single changes that would make it fit:
+    each lever of `remedies_for(gpu)` (16-bit mixed precision in the type the GPU has), and the smallest
+    gradient accumulation. A setup in bf16 on a GPU without it gets a note (`Verdict.precision_note`)."""
+    settings = _settings(settings, options)
+    memory = memory_of(gpu)
+    base = estimate(model, settings)
+    remedies = []
+    if base.total > memory:
+        for text, change in remedies_for(gpu):
+            if any(getattr(settings, key) != value for key, value in change.items()):
+                changed = estimate(model, settings, **change)
+                if changed.total <= memory:
+                    remedies.append((text, changed))
+        k = smallest_accumulation(model, memory, settings)
+        if k is not None:
+            remedies.append(
+                (
+                    N_("accumulation {accumulation} (micro-batches of {micro})"),
+                    estimate(model, settings, accumulation=k),
+                )
+            )
+    presets = {preset.lower(): preset for preset in GPUS}
+    name = presets.get(str(gpu).lower(), gpu if isinstance(gpu, str) else format_bytes(memory))
+    return Verdict(
+        name, memory, base, tuple(remedies), largest_micro_batch(model, memory, settings), supports_bf16(gpu)
+    )

@@ -1,0 +1,4 @@
+"""Lesson 03, gradient checkpointing with `Accelerator`: the loop watched from outside
+(`train_loop`), the loop the lesson writes (`saved`, built from its `# @save` cells), its figures
+(`figures`) and the quiz (`quiz`).
+"""
