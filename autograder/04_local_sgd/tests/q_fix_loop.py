@@ -2,9 +2,9 @@ OK_FORMAT = True
 
 test = {   'name': 'q_fix_loop',
     'points': 3,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.i18n import phrase\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.local_sgd.runs import run_custom_loop\n'
+                                               '>>> from effitrain_lessons.shared.i18n import phrase\n'
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
-                                               '>>> from effitrain_lessons.local_sgd.runs import run_custom_loop\n'
                                                '>>> counted = run_custom_loop(fixed_loop, batches=12, num_processes=2)\n'
                                                ">>> got = {'synchronizations': [r.synchronizations for r in counted], 'sync_steps': counted[0].sync_steps, 'gradient_allreduces': "
                                                '[len(r.gradient_allreduces) for r in counted]}\n'
@@ -20,8 +20,8 @@ test = {   'name': 'q_fix_loop',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from accelerate.local_sgd import LocalSGD\n'
-                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> from effitrain_lessons.local_sgd.runs import run_custom_loop\n'
+                                               '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> def measured(reports):\n'
                                                "...     return {'synchronizations': [r.synchronizations for r in reports], 'sync_steps': [r.sync_steps for r in reports], 'parameter_allreduces': "
                                                "[len(r.parameter_allreduces) for r in reports], 'gradient_allreduces': [len(r.gradient_allreduces) for r in reports], 'final_fingerprints': "

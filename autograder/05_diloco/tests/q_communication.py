@@ -2,12 +2,12 @@ OK_FORMAT = True
 
 test = {   'name': 'q_communication',
     'points': 3,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.checks import check_prediction\n'
-                                               '>>> from effitrain_lessons.diloco.runs import DiLoCoConfig\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.diloco.runs import DiLoCoConfig\n'
+                                               '>>> from effitrain_lessons.diloco.saved import train as lesson_train\n'
+                                               '>>> from effitrain_lessons.shared.checks import check_prediction\n'
                                                '>>> from effitrain_lessons.shared.distributed_runs import launch\n'
                                                '>>> from effitrain_lessons.shared.i18n import phrase\n'
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
-                                               '>>> from effitrain_lessons.diloco.saved import train as lesson_train\n'
                                                ">>> got = {'answer': communication(20, 6, 2, False, 'fp32')}\n"
                                                '>>> want = {}\n'
                                                '>>> counted = launch([DiLoCoConfig(h=6, steps=20, layers=1, bucketed=False)], lesson_train, num_processes=2)\n'
@@ -21,9 +21,9 @@ test = {   'name': 'q_communication',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.diloco.runs import DiLoCoConfig\n'
+                                               '>>> from effitrain_lessons.diloco.saved import train as lesson_train\n'
                                                '>>> from effitrain_lessons.shared.distributed_runs import launch\n'
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
-                                               '>>> from effitrain_lessons.diloco.saved import train as lesson_train\n'
                                                ">>> SETTINGS = ((23, 5, 3, True, 'bf16'), (12, 4, 2, False, 'fp16'))\n"
                                                ">>> got = {'answers': [communication(*setting) for setting in SETTINGS]}\n"
                                                '>>> want = {}\n'
