@@ -43,7 +43,7 @@ def installed_lessons(language: str = DEFAULT) -> Path:
                 language=language,
             )
         )
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # effitrain_lessons
     packaged = package / "notebooks"
     folder = packaged if packaged.is_dir() else package.parent / "notebooks"
     return folder if language == DEFAULT else folder / language

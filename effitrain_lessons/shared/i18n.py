@@ -45,7 +45,7 @@ LANGUAGES = {"en": "English", "tr": "Türkçe"}
 DEFAULT = "en"
 ENVIRONMENT = "EFFITRAIN_LANGUAGE"
 DOMAIN = "effitrain_lessons"
-LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+LOCALE_DIR = Path(__file__).resolve().parents[1] / "locale"  # effitrain_lessons/locale
 _SPEAKING: contextvars.ContextVar[str | None] = contextvars.ContextVar("effitrain_speaking", default=None)
 
 

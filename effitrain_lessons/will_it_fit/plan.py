@@ -31,7 +31,7 @@ from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.i18n import N_, _, fill, format_number, phrase
 from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes
 
-CONFIG_DIR = Path(__file__).resolve().parent / "course_data" / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "course_data" / "configs"
 MiB = 2**20
 GiB = 2**30
 
