@@ -29,6 +29,8 @@ import nbformat
 import psutil
 from nbclient import NotebookClient
 
+from effitrain_lessons import lessons as manifest
+
 # The kernel's own high-water mark is VmHWM, not getrusage's ru_maxrss: Linux carries ru_maxrss
 # across exec, so a kernel started by a large process would report that process's size.
 PEAK_PROBE = """\
@@ -78,6 +80,12 @@ class TreeSampler(threading.Thread):
         self._stop_event.set()
         self.join()
         return self.peak
+
+
+def lessons_to_run(only: list[str] | None = None) -> list[manifest.Lesson]:
+    """The lessons the manifest lists, in order; with `only`, those whose file name starts with one of
+    its prefixes ("04", "04_local_sgd")."""
+    return [each for each in manifest.LESSONS if not only or any(each.file.startswith(x) for x in only)]
 
 
 def run_all(path: Path, timeout: float = 600, probe: str = PEAK_PROBE, keep_printed: bool = False) -> dict:

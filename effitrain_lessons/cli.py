@@ -225,6 +225,16 @@ def run_lab(args: argparse.Namespace) -> int:
 
 
 def run_info(args: argparse.Namespace) -> int:
+    if args.lessons:
+        from effitrain_lessons.lessons import LESSONS
+
+        table = [lesson.as_dict() for lesson in LESSONS]
+        if args.json:
+            print(json.dumps(table, indent=2, ensure_ascii=False))
+        else:
+            for row in table:
+                print(f"{row['number']}  {row['notebook']:<40} {row['package']}")
+        return 0
     print("\n".join(info_lines()))
     return 0
 
@@ -283,6 +293,10 @@ def parser() -> argparse.ArgumentParser:
     )
     lab.set_defaults(run=run_lab)
     info = commands.add_parser("info", help="versions, device, and whether the hub is reachable")
+    info.add_argument(
+        "--lessons", action="store_true", help="the course's lessons instead: number, notebook, package"
+    )
+    info.add_argument("--json", action="store_true", help="with --lessons: the manifest as a JSON list")
     info.set_defaults(run=run_info)
     planning = commands.add_parser(
         "plan",

@@ -22,7 +22,7 @@ class Lesson:
     number: str  # two digits: "00"
     slug: str  # the lesson's topic, and its package's name: "first_principles"
     file: str  # the notebook's stem, the same in lessons/ and notebooks/: "01_checkpointing_first_principles"
-    title_en: str
+    title_en: str  # as lesson 00's course map and the READMEs' lesson tables name it
     title_tr: str
     minutes: int  # reading, running the cells, the quiz and the exercises
     questions: tuple[str, ...]  # the graded questions, in the order the lesson asks them
@@ -59,8 +59,8 @@ LESSONS: tuple[Lesson, ...] = (
         "01",
         "first_principles",
         "01_checkpointing_first_principles",
-        "Checkpointing from first principles",
-        "Temelden gradyan kontrol noktaları",
+        "Gradient checkpointing from first principles",
+        "Gradyan kontrol noktalarının temelleri",
         minutes=45,
         questions=("q_checkpoint_block", "q_keep_matmuls", "q_choose_segments"),
         figures=("plot_checkpoint_graph", "plot_memory_breakdown", "draw_checkpointing_memory"),
@@ -70,10 +70,10 @@ LESSONS: tuple[Lesson, ...] = (
         "02",
         "with_trainer",
         "02_checkpointing_with_trainer",
-        "Checkpointing with `Trainer`",
+        "Gradient checkpointing with `Trainer`",
         "`Trainer` ile gradyan kontrol noktaları",
         minutes=45,
-        questions=("q_effective_batch", "q_memory_budget"),
+        questions=("q_memory_budget", "q_effective_batch"),
         figures=("plot_checkpointing_cost", "plot_trainer_vs_accelerator"),
         slides="3-4",
     ),
@@ -81,10 +81,10 @@ LESSONS: tuple[Lesson, ...] = (
         "03",
         "with_accelerator",
         "03_checkpointing_with_accelerator",
-        "Checkpointing with `Accelerator`",
+        "Gradient checkpointing with `Accelerator`",
         "`Accelerator` ile gradyan kontrol noktaları",
         minutes=40,
-        questions=("q_checkpoint_on", "q_steps_per_process"),
+        questions=("q_steps_per_process", "q_checkpoint_on"),
         figures=("plot_schedules", "plot_loop_curves"),
         slides="5-6",
     ),

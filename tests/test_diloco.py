@@ -25,8 +25,9 @@ from effitrain_lessons.diloco.runs import (
     seconds_per_synchronization,
 )
 from effitrain_lessons.diloco.saved import all_reduce_mean, fragments_of, train
+from effitrain_lessons.local_sgd.runs import LocalSGDConfig
 from effitrain_lessons.local_sgd.saved import train as local_sgd_train
-from effitrain_lessons.shared.distributed_runs import RunConfig, config_of, launch, measured_run
+from effitrain_lessons.shared.distributed_runs import config_of, launch, measured_run
 from effitrain_lessons.shared.models import tiny_bert
 
 STEPS = 20
@@ -137,7 +138,7 @@ def test_local_sgd_is_diloco_with_outer_sgd_lr_1_and_no_momentum(h, steps):
     step with the averaged pseudo-gradient): the same parameters up to float32's rounding, where
     the paper's outer optimizer lands far away."""
     configs = [
-        RunConfig(mode="local_sgd", k=h, steps=steps, layers=1),
+        LocalSGDConfig(mode="local_sgd", k=h, steps=steps, layers=1),
         DiLoCoConfig(h=h, outer_lr=1.0, outer_momentum=0.0, steps=steps, layers=1),
         DiLoCoConfig(h=h, steps=steps, layers=1),
     ]

@@ -301,11 +301,8 @@ def test_autograder_material_holds_the_hidden_test(tmp_path):
     from otter.test_files import create_test_file
 
     folder = ROOT / editions.edition_paths(SAMPLE)["autograder"]
-    assert {"run_autograder", "run_otter.py", "setup.sh", "environment.yml", "otter_config.json"} <= {
-        p.name for p in folder.iterdir()
-    }
-    assert editions.PIP_REQUIREMENT in (folder / "environment.yml").read_text()
-    assert json.loads((folder / "otter_config.json").read_text())["assignment_name"] == SAMPLE
+    # the tree keeps the question bank only; Gradescope's shell is made on demand (below)
+    assert [p.name for p in folder.iterdir()] == ["tests"]
 
     test_file = folder / "tests" / "q_bytes.py"
     test = create_test_file(str(test_file), NBMetadataConfig())
@@ -316,12 +313,28 @@ def test_autograder_material_holds_the_hidden_test(tmp_path):
     test.run({"tensor_bytes": FLOAT32_ONLY_BYTES})
     assert test.passed_all_public and not test.passed_all  # only the hidden test catches it
 
-    # Packed for `otter grade -a` / Gradescope: same folder, same bytes.
+    # Packed for `otter grade -a` / Gradescope on demand: the same master gives the same bytes, the
+    # question bank as committed, and the shell around it.
     first = editions.pack_autograder(SAMPLE, tmp_path / "a.zip")
     second = editions.pack_autograder(SAMPLE, tmp_path / "b.zip")
     assert first.read_bytes() == second.read_bytes()
     with zipfile.ZipFile(first) as archive:
-        assert "tests/q_bytes.py" in archive.namelist()
+        names = set(archive.namelist())
+        assert {"run_autograder", "run_otter.py", "setup.sh", "environment.yml", "otter_config.json"} <= names
+        assert archive.read("tests/q_bytes.py") == (folder / "tests" / "q_bytes.py").read_bytes()
+        assert editions.PIP_REQUIREMENT in archive.read("environment.yml").decode()
+        assert json.loads(archive.read("otter_config.json"))["assignment_name"] == SAMPLE
+        assert archive.getinfo("run_autograder").external_attr >> 16 == 0o755
+
+
+def test_gradescope_zips_come_from_a_command(tmp_path, capsys):
+    from effitrain_lessons import cli
+
+    assert cli.main(["build", "--gradescope", str(tmp_path), SAMPLE]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == [f"{SAMPLE}-autograder.zip"]
+    assert "upload each to its Gradescope assignment" in capsys.readouterr().out
+    assert cli.main(["build", "--gradescope", str(tmp_path), "99"]) == 2
+    assert "There is no lesson '99'" in capsys.readouterr().err
 
 
 def test_where_the_notebook_is_not_on_disk_the_checks_use_the_installed_lesson(tmp_path, monkeypatch):
@@ -376,7 +389,10 @@ def test_saved_cells_become_the_lessons_module_in_order():
     exec(compile(text, "lesson_07.py", "exec"), namespace)
     assert round(namespace["area"](1), 5) == 3.14159 and namespace["UNIT"] == "cm"
     assert editions.saved_module("07_shapes", {"cells": master["cells"][1:3]}) is None
-    assert editions.edition_paths("07_shapes")["saved"] == "effitrain_lessons/lesson_code/lesson_07.py"
+    # where it goes is the manifest's to say: a lesson it does not list has no place for saved code
+    saved = editions.edition_paths("07_checkpoint_your_own_model")["saved"]
+    assert saved == "effitrain_lessons/own_model/saved.py"
+    assert editions.edition_paths("07_shapes")["saved"] is None
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from effitrain_lessons.local_sgd.figures import plot_link_timings
 from effitrain_lessons.local_sgd.runs import (
     LinkTiming,
+    LocalSGDConfig,
     link_milliseconds,
     link_sweep,
     link_table,
@@ -65,9 +66,9 @@ def test_bad_link_settings_are_one_sentence(settings, message):
 def delayed():
     """Data parallel and Local SGD (K = 4) on this machine's link and on a 30 ms link."""
     configs = [
-        RunConfig(mode="ddp", steps=9, layers=1),
-        RunConfig(mode="ddp", steps=9, layers=1, latency_ms=LATENCY_MS),
-        RunConfig(mode="local_sgd", k=4, steps=9, layers=1, latency_ms=LATENCY_MS),
+        LocalSGDConfig(mode="ddp", steps=9, layers=1),
+        LocalSGDConfig(mode="ddp", steps=9, layers=1, latency_ms=LATENCY_MS),
+        LocalSGDConfig(mode="local_sgd", k=4, steps=9, layers=1, latency_ms=LATENCY_MS),
     ]
     return launched(configs)
 
@@ -116,8 +117,8 @@ def test_the_crossover_moves_to_a_smaller_k_when_the_link_gets_slower():
     }
     sweep = link_sweep(links, ks=(8,), steps=9, layers=1)
     on_this_machine = [
-        RunConfig(mode="ddp", steps=9, layers=1),
-        RunConfig(mode="local_sgd", k=8, steps=9, layers=1),
+        LocalSGDConfig(mode="ddp", steps=9, layers=1),
+        LocalSGDConfig(mode="local_sgd", k=8, steps=9, layers=1),
     ]
     runs = launched([*on_this_machine, *sweep.values()])
     fast, slow = link_timings(links, sweep, runs[2:], zip(on_this_machine, runs[:2]))
@@ -145,7 +146,7 @@ def test_a_failing_process_is_one_sentence_and_leaves_no_process():
         raise ValueError("boom in the loop")
 
     with pytest.raises(RuntimeError, match=r"A training process failed .*ValueError: boom in the loop"):
-        launched([RunConfig(mode="ddp", steps=2, layers=1)], crash)
+        launched([LocalSGDConfig(mode="ddp", steps=2, layers=1)], crash)
     assert no_children()
 
 
@@ -155,14 +156,14 @@ def test_a_launch_past_its_timeout_stops_every_process():
 
     started = time.monotonic()
     with pytest.raises(RuntimeError, match=r"did not finish within 3 s and were stopped"):
-        launched([RunConfig(mode="ddp", steps=2, layers=1)], forever, timeout=3)
+        launched([LocalSGDConfig(mode="ddp", steps=2, layers=1)], forever, timeout=3)
     assert time.monotonic() - started < 60
     assert no_children()
 
 
 def test_where_the_launcher_runs_the_function_here_the_processes_are_forked(capsys):
     """notebook_launcher calls the function in the notebook's own process on Colab without two GPUs."""
-    with measuring([RunConfig(mode="ddp", steps=3, layers=1)], train, timeout=120) as measured:
+    with measuring([LocalSGDConfig(mode="ddp", steps=3, layers=1)], train, timeout=120) as measured:
         measured()
     assert "the package forks 2 processes instead" in capsys.readouterr().out
     assert [report.distributed_type for report in measured.runs[0]] == ["MULTI_CPU"] * 2
@@ -171,7 +172,7 @@ def test_where_the_launcher_runs_the_function_here_the_processes_are_forked(caps
 
 def test_a_function_that_wrote_no_report_is_one_sentence():
     with pytest.raises(RuntimeError, match="ended without their reports"):
-        with measuring([RunConfig(mode="ddp", steps=2, layers=1)], train) as measured:
+        with measuring([LocalSGDConfig(mode="ddp", steps=2, layers=1)], train) as measured:
 
             def something_else():
                 pass
@@ -182,6 +183,6 @@ def test_a_function_that_wrote_no_report_is_one_sentence():
 
 def test_an_error_before_any_process_starts_is_left_as_it_is():
     with pytest.raises(NameError):
-        with measuring([RunConfig(mode="ddp", steps=2, layers=1)], train) as measured:
+        with measuring([LocalSGDConfig(mode="ddp", steps=2, layers=1)], train) as measured:
             notebook_launcher(measured, num_processes=undefined_name)  # noqa: F821
     assert no_children()

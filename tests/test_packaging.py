@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from effitrain_lessons.lessons import LESSONS
+
 ROOT = Path(__file__).resolve().parent.parent
 LEARNER_EDITIONS = sorted(
     p.relative_to(ROOT / "notebooks").as_posix()
@@ -60,11 +62,15 @@ def test_the_wheel_carries_the_compiled_turkish_catalog(wheel):
     assert wheel.read(path) == (ROOT / path).read_bytes()
 
 
-def test_the_wheel_carries_the_code_the_lessons_save_for_launchers(wheel):
-    saved = sorted((ROOT / "effitrain_lessons" / "lesson_code").glob("*.py"))
-    assert "__init__.py" in {path.name for path in saved}
-    for path in saved:
-        assert wheel.read(f"effitrain_lessons/lesson_code/{path.name}") == path.read_bytes()
+def test_the_wheel_carries_every_lesson_package_and_the_code_the_lessons_save_for_launchers(wheel):
+    names = set(wheel.namelist())
+    for each in LESSONS:
+        folder = ROOT / each.package.replace(".", "/")
+        for path in sorted(folder.glob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            assert relative in names and wheel.read(relative) == path.read_bytes(), relative
+    saved = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "effitrain_lessons").glob("*/saved.py"))
+    assert len(saved) == 3 and all(wheel.read(path) == (ROOT / path).read_bytes() for path in saved)
 
 
 def test_the_wheel_holds_no_solution_and_no_hidden_test(wheel):

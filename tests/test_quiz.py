@@ -4,9 +4,8 @@ import re
 
 import pytest
 
-from effitrain_lessons.quizzes import Question
 from effitrain_lessons.shared.checks import check_prediction
-from effitrain_lessons.shared.quiz import quiz
+from effitrain_lessons.shared.quiz import Question, quiz
 
 ADD = Question("What is `2 + 2`?", ["3", "`4`", "5"], answer=1, why="Two and two make four.")
 
@@ -160,9 +159,9 @@ def test_a_prediction_that_only_claims_to_be_a_number_fails():
 
 
 def test_a_lesson_quiz_comes_from_the_package_and_an_unknown_lesson_is_named():
-    from effitrain_lessons.quizzes import QUIZZES
+    from effitrain_lessons.first_principles.quiz import QUESTIONS
     from effitrain_lessons.shared.quiz import lesson_quiz
 
-    assert len(lesson_quiz("01").children) == len(QUIZZES["01"]) >= 3
+    assert len(lesson_quiz("01").children) == len(QUESTIONS) >= 3
     with pytest.raises(ValueError, match="There is no quiz for lesson '99'; there are quizzes for 00, 01"):
         lesson_quiz("99")

@@ -48,9 +48,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from effitrain_lessons import plan  # noqa: E402
 from effitrain_lessons.shared.device import synchronize  # noqa: E402
 from effitrain_lessons.shared.memory import format_bytes  # noqa: E402
+from effitrain_lessons.will_it_fit import plan  # noqa: E402
 
 NO_CUDA = "No CUDA device here: the GPU check runs on a machine with an NVIDIA GPU (`make gpu-check`)."
 MARKDOWN = "GPU_CHECK.md"

@@ -245,6 +245,12 @@ def render_lesson(source: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -
     rendered: dict[str, bytes] = {}
     machine_paths = {str(root)}
     source_ids = [cell.get("id") for cell in master["cells"]]
+    saved = saved_module(name, master)
+    if saved is not None and paths["saved"] is None:
+        raise ValueError(
+            f"{name} has # @save cells but is not in the course's manifest: add it to "
+            "effitrain_lessons/lessons.py, where its package is named (README, Adding a lesson)."
+        )
     for language in languages:
         text = master if language == "en" else translate.translated_master(master, name, root)
         student, autograder, members, temps = _assign(text, name)
@@ -256,16 +262,11 @@ def render_lesson(source: Path, languages: tuple[str, ...] = tuple(LANGUAGES)) -
         rendered[paths["solution" + suffix]] = _notebook_bytes(
             _clean(autograder, master, source_ids, language, name)
         )
-        if language == "en":  # the autograder and the saved module come with the English editions
+        if language == "en":  # the question bank and the saved module come with the English editions
             for member, data in sorted(members.items()):
-                rendered[f"{paths['autograder']}/{member}"] = data
-    saved = saved_module(name, master)
+                if member.startswith(QUESTION_BANK):
+                    rendered[f"{paths['autograder']}/{member}"] = data
     if saved is not None and "en" in languages:
-        if paths["saved"] is None:
-            raise ValueError(
-                f"{name} has # @save cells but is not in the course's manifest: add it to "
-                "effitrain_lessons/lessons.py, where its package is named (README, Adding a lesson)."
-            )
         rendered[paths["saved"]] = saved
     for path, data in rendered.items():
         _ensure_no_machine_paths(path, data, machine_paths)
@@ -331,21 +332,32 @@ def saved_module(name: str, master: dict) -> bytes | None:
     return (header + "\n\n" + "\n\n".join(cells)).encode("utf-8")
 
 
-def pack_autograder(name: str, destination: str | os.PathLike, root: Path = ROOT) -> Path:
-    """Zip `autograder/<name>/` into an autograder zip for `otter grade -a` or Gradescope.
+# What the tree keeps of Otter's autograder zip: the test files, the course's question bank. The rest
+# (Gradescope's setup.sh, run_autograder, run_otter.py, environment.yml, otter_config.json) is the
+# same shell for every lesson, made on demand by `effitrain build --gradescope DIR`.
+QUESTION_BANK = "tests/"
 
-    Entries are sorted and carry a fixed timestamp, so the same folder always gives the same bytes.
+
+def pack_autograder(name: str, destination: str | os.PathLike, root: Path = ROOT) -> Path:
+    """Otter's autograder zip of lesson `name`, for `otter grade -a` or Gradescope: the question bank
+    (`autograder/<name>/tests/`) with the shell Otter Assign makes around it, built from the master.
+
+    Entries are sorted and carry a fixed timestamp, so the same master always gives the same bytes.
     """
-    folder = Path(root) / AUTOGRADER_DIR / name
-    if not folder.is_dir():
-        raise FileNotFoundError(f"There is no {AUTOGRADER_DIR}/{name}/: run `make notebooks` first.")
+    root = Path(root)
+    source = root / LESSONS_DIR / f"{name}.ipynb"
+    if not source.is_file():
+        raise FileNotFoundError(f"There is no {LESSONS_DIR}/{name}.ipynb: pass a lesson of this course.")
+    _student, _autograder, members, temps = _assign(_read_notebook(source), name)
     destination = Path(destination)
+    destination.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            info = zipfile.ZipInfo(path.relative_to(folder).as_posix(), date_time=(1980, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16
+        for member, data in sorted(members.items()):
+            _ensure_no_machine_paths(member, data, temps | {str(root), str(root.resolve())})
+            info = zipfile.ZipInfo(member, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = (0o755 if member in ("run_autograder", "setup.sh") else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, path.read_bytes())
+            archive.writestr(info, data)
     return destination
 
 
@@ -372,6 +384,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the course checkout (default: the one this package runs from)",
     )
     parser.add_argument(
+        "--gradescope",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write each lesson's Otter autograder zip for Gradescope into DIR instead of building",
+    )
+    parser.add_argument(
         "--language",
         action="append",
         choices=list(LANGUAGES),
@@ -394,6 +413,8 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     start = time.perf_counter()
+    if args.gradescope is not None:
+        return _gradescope(root, args.lessons, args.gradescope)
     try:
         differences = build(
             check=args.check,
@@ -422,6 +443,20 @@ def run(args: argparse.Namespace) -> int:
     count = len(args.lessons) if args.lessons else len(lesson_names(root))
     verdict = "up to date" if args.check else f"{len(differences) - orphans} file(s) changed"
     print(f"Built {count} lesson(s) in {seconds:.1f} s: {verdict}.")
+    return 0
+
+
+def _gradescope(root: Path, lessons: list[str], folder: Path) -> int:
+    """`effitrain build --gradescope DIR [LESSON ...]`: one autograder zip per lesson in DIR."""
+    available = lesson_names(root)
+    try:
+        names = [resolve_lesson(x, available) for x in lessons] if lessons else available
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
+    for name in names:
+        print(pack_autograder(name, Path(folder) / f"{name}-autograder.zip", root))
+    print(f"Wrote {len(names)} autograder zip(s) to {folder}: upload each to its Gradescope assignment.")
     return 0
 
 
