@@ -11,6 +11,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from effitrain_lessons.lessons import LESSONS
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -113,7 +115,7 @@ def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
     kinds = grading.make_class(tmp_path, learners=4)
     assert (
         sorted(set(kinds.values())) == sorted(grading.KINDS)
-        and len(kinds) == 4 * len(lesson_names()) == 4 * 8
+        and len(kinds) == 4 * len(lesson_names()) == 4 * len(LESSONS)
     )
     lesson = load_lesson("01_checkpointing_first_principles")
     solutions = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
