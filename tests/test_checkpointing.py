@@ -534,3 +534,102 @@ def test_the_sweep_prints_itself_as_a_table(sweep):
     assert len([line for line in lines if line[:1].isdigit()]) == len(sweep.ks)
     assert f"least memory at k = {sweep.best_k}; sqrt(n) = 4" in str(sweep)
     assert "<th>segments k</th>" in sweep._repr_html_()
+
+
+# --- what the cells print (first_principles.reports) -----------------------------------------
+
+
+@pytest.fixture
+def turkish(monkeypatch):
+    from effitrain_lessons.shared import i18n
+
+    monkeypatch.setenv(i18n.ENVIRONMENT, "tr")
+
+
+def test_activation_shares_name_each_batch_and_the_activations_share():
+    from effitrain_lessons.first_principles.reports import activation_shares
+    from effitrain_lessons.shared.memory import TrainingMemory
+
+    memory = TrainingMemory(parameters=1024, gradients=1024, optimizer_state=2048, activations=4096)
+    assert activation_shares({8: memory, "warm": memory}).splitlines() == [
+        "batch 8: activations are 50% of 8.00 KiB",
+        "warm: activations are 50% of 8.00 KiB",
+    ]
+    with pytest.raises(ValueError, match="at least one"):
+        activation_shares({})
+
+
+def test_activation_shares_in_turkish(turkish):
+    from effitrain_lessons.first_principles.reports import activation_shares
+    from effitrain_lessons.shared.memory import TrainingMemory
+
+    memory = TrainingMemory(parameters=1024, gradients=1024, optimizer_state=3072, activations=3072)
+    assert activation_shares({32: memory}) == "grup boyutu 32: toplam 8,00 KiB belleğin %38 kadarı aktivasyon"
+
+
+def test_the_memory_breakdown_labels_a_batch_size_as_a_batch():
+    memory = training_memory(torch.nn.Linear(4, 2), torch.randn(3, 4))
+    figure = checkpointing_figures.plot_memory_breakdown({8: memory, "other": memory})
+    figure.canvas.draw()
+    assert [t.get_text() for t in figure.axes[0].get_yticklabels()] == ["batch 8", "other"]
+
+
+def test_kept_by_policy_agrees_with_the_trace():
+    from effitrain_lessons.first_principles.reports import kept_by_policy
+
+    inputs = ckpt.abc_inputs(batch=16, width=32, seed=0)
+    policy, log = ckpt.log_policy(ckpt.keep_ops_policy([ckpt.B_COSTLY_OP]))
+    trace = trace_step(partial(abc_selective, policy=policy), inputs, names=ckpt.ABC_OPS)
+    lines = kept_by_policy(log, trace).splitlines()
+    assert lines == [
+        "the policy kept [('mm', (16, 32), 2048)] -> 2.00 KiB",
+        "still in memory when the backward pass started: 2.00 KiB",
+    ]
+
+
+def test_saved_by_mode_lines_up_the_modes_and_needs_both_settings():
+    from effitrain_lessons.first_principles.reports import saved_by_mode
+
+    lines = saved_by_mode(
+        {
+            ("train", False): 6 * 2**20,
+            ("train", True): 512 * 2**10,
+            ("eval", False): 2048,
+            ("eval", True): 2048,
+        }
+    ).splitlines()
+    assert lines == [
+        "train()  saved for backward without checkpointing:   6.00 MiB, with: 512.00 KiB",
+        "eval()   saved for backward without checkpointing:   2.00 KiB, with:   2.00 KiB",
+    ]
+    with pytest.raises(ValueError, match=r"eval\(\) without and with checkpointing"):
+        saved_by_mode({("eval", False): 2048})
+
+
+def test_missing_gradients_counts_and_quotes_the_warning(turkish):
+    from effitrain_lessons.first_principles.reports import missing_gradients
+
+    body, head = ckpt.deep_stack(n_blocks=2, width=8), torch.nn.Linear(8, 2)
+    missing, warned = {}, {}
+    for reentrant in (True, False):
+        body.zero_grad(set_to_none=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            loss = head(checkpoint(body, torch.randn(4, 8), use_reentrant=reentrant)).sum()
+        loss.backward()
+        missing[reentrant] = sum(p.grad is None for p in body.parameters())
+        warned[reentrant] = caught
+    lines = missing_gradients(missing, warned, weights=4).splitlines()
+    assert lines[0] == "use_reentrant=True: gövdenin 4 ağırlığından 4 tanesi gradyan almadı"
+    assert lines[1].startswith('    tek belirti bir uyarı: "') and "requires_grad" in lines[1]
+    assert lines[2:] == ["use_reentrant=False: gövdenin 4 ağırlığından 0 tanesi gradyan almadı"]
+
+
+def test_the_lessons_case_names_are_translated_and_code_stays_code(traces, turkish):
+    table = str(
+        ckpt.compare_traces(
+            {"no checkpointing": traces["none"], "checkpoint(abc, ...)": traces["full"]}, names=()
+        )
+    )
+    assert "kontrol noktası yok" in table and "checkpoint(abc, ...)" in table and "x1,333" in table
+    assert "recomputed" not in table and "yeniden" not in table  # no names: no recomputation columns

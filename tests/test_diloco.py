@@ -457,3 +457,374 @@ def test_the_watch_measures_each_outer_step_against_the_pseudo_gradient_from_out
     assert list(ddp.kept) == [4] and watch.read("plain").kept == {}
     assert torch.equal(torch.cat([t.reshape(-1) for t in kept.values()]), reports["ddp"][0].parameters())
     assert reports["plain"][0].synchronizations == 2  # the watch sends nothing of its own
+
+
+# The lesson's comparisons (`diloco.reports`), on runs made up to the digit: what each table,
+# verdict and figure label says, in English and in Turkish.
+
+
+def _made_up_run(
+    config,
+    eval_losses=(0.5,),
+    parameters=None,
+    sync_steps=(),
+    calls_per_sync=1,
+    call_bytes=1000,
+    gradient_bytes=0,
+    call_seconds=0.001,
+):
+    """A run as `launch` returns it, one report per process: validation losses, final parameters, a
+    parameter all-reduce of `call_bytes` `calls_per_sync` times at each of `sync_steps`, and, where
+    `gradient_bytes` is given, a DDP bucket of that size at every step."""
+    import base64
+    from dataclasses import asdict
+
+    from effitrain_lessons.shared.distributed_runs import ProcessReport
+
+    reports = []
+    for rank, loss in enumerate(eval_losses):
+        values = (
+            torch.zeros(4) if parameters is None else torch.as_tensor(parameters[rank], dtype=torch.float32)
+        )
+        reports.append(
+            ProcessReport(
+                rank=rank,
+                num_processes=len(eval_losses),
+                distributed_type="MULTI_CPU",
+                config=asdict(config),
+                config_type=type(config).__name__,
+                losses=[0.7 - 0.01 * step for step in range(config.steps)],
+                gradient_allreduces=[(step, gradient_bytes) for step in range(1, config.steps + 1)]
+                if gradient_bytes
+                else [],
+                parameter_allreduces=[
+                    (r, call_bytes) for r in range(len(sync_steps)) for _ in range(calls_per_sync)
+                ],
+                parameter_allreduce_seconds=[call_seconds] * (len(sync_steps) * calls_per_sync),
+                round_steps=list(sync_steps),
+                final_fingerprint="same" if parameters is None else str(rank),
+                final_parameters=base64.b64encode(values.numpy().tobytes()).decode(),
+                eval_loss=loss,
+                seconds=1.0,
+                step_starts=[0.01 * step for step in range(config.steps)],
+            )
+        )
+    return reports
+
+
+def test_runs_are_named_the_lessons_way_in_its_language(monkeypatch):
+    from effitrain_lessons.diloco.reports import run_name
+
+    named = [
+        DiLoCoConfig(mode="ddp"),
+        LocalSGDConfig(k=8),
+        DiLoCoConfig(h=32),
+        DiLoCoConfig(h=8, outer_lr=1.0, outer_momentum=0.0),
+        DiLoCoConfig(h=8, outer_lr=0.3),
+    ]
+    assert [run_name(_made_up_run(config)) for config in named] == [
+        "data parallel",
+        "Local SGD, H = 8",  # lesson 4's K is this lesson's H
+        "DiLoCo, H = 32",
+        "DiLoCo, H = 8, outer lr 1, no momentum",
+        "DiLoCo, H = 8, outer lr 0.3",
+    ]
+    monkeypatch.setenv("EFFITRAIN_LANGUAGE", "tr")
+    assert [run_name(_made_up_run(config)) for config in named[:2]] == ["veri paralel", "yerel SGD, H = 8"]
+    assert run_name(_made_up_run(named[-1])) == "DiLoCo, H = 8, dış lr 0,3"
+
+
+def test_the_parameter_table_weighs_the_two_programs_against_two_scales(monkeypatch):
+    from effitrain_lessons.diloco.reports import parameter_differences
+
+    start = torch.nn.Linear(1, 2)
+    with torch.no_grad():
+        for parameter in start.parameters():
+            parameter.zero_()
+    one = DiLoCoConfig(h=8, steps=8, outer_lr=1.0, outer_momentum=0.0)
+    whole = DiLoCoConfig(h=8, steps=128, outer_lr=1.0, outer_momentum=0.0)
+    table = parameter_differences(
+        one_round=(
+            _made_up_run(LocalSGDConfig(k=8, steps=8), [0.64], [[0, 0, 0, 0]]),
+            _made_up_run(one, [0.64], [[0, 2e-9, 0, 0]]),
+        ),
+        whole_run=(
+            _made_up_run(LocalSGDConfig(k=8, steps=128), [0.4209], [[0, 0, 0, 1.0]]),
+            _made_up_run(whole, [0.4209], [[0, 0, 0, 1.0005]]),
+        ),
+        seeds=(
+            _made_up_run(DiLoCoConfig(mode="ddp"), [0.4128], [[0.1, 0, 0, -0.05]]),
+            _made_up_run(DiLoCoConfig(mode="ddp", seed=1), [0.4412], [[-0.1, 0, 0, 0]]),
+        ),
+        start=start,
+    )
+    assert [row[0] for row in table.rows] == [
+        "Local SGD and DiLoCo (lr 1, no momentum): one round of 8 steps",
+        "the same, 128 steps (16 rounds)",
+        "for scale: data parallel against another seed (other initial weights, another data order)",
+        "for scale: the largest change of a parameter in training",
+    ]
+    assert [row[1] for row in table.rows] == ["2.0e-09", "5.0e-04", "2.0e-01", "1.0e-01"]
+    assert table.rows[2][2] == "0.412800 / 0.441200" and table.rows[3][2] == "-"
+    monkeypatch.setenv("EFFITRAIN_LANGUAGE", "tr")
+    same = [_made_up_run(config, [0.5]) for config in (one, whole, DiLoCoConfig(mode="ddp"))]
+    shown = str(parameter_differences(*[(run, run) for run in same], start=start))
+    assert "8 adımlık bir tur" in shown and "0,500000 / 0,500000" in shown and "0.5" not in shown
+
+
+def test_the_verdicts_read_each_gap_against_two_seeds_of_data_parallel(monkeypatch):
+    from effitrain_lessons.diloco.reports import diloco_against_local_sgd
+
+    def pair(h, local, outer):
+        return _made_up_run(LocalSGDConfig(k=h), [local]), _made_up_run(DiLoCoConfig(h=h), [outer])
+
+    verdicts = diloco_against_local_sgd(
+        pairs=[pair(8, 0.42, 0.66), pair(16, 0.42, 0.40), pair(32, 0.41, 0.43)],
+        seeds=(
+            _made_up_run(DiLoCoConfig(mode="ddp"), [0.41]),
+            _made_up_run(DiLoCoConfig(mode="ddp"), [0.44]),
+        ),
+        other_seeds=[_made_up_run(DiLoCoConfig(h=h), [loss]) for h, loss in ((8, 0.661), (32, 0.421))],
+        baseline=0.641,
+    )
+    assert verdicts.spread == pytest.approx(0.03)
+    assert str(verdicts).splitlines() == [
+        "two seeds of data parallel differ by 0.0300 in validation loss: a smaller gap means nothing here",
+        "always predicting the label frequencies scores a validation loss of 0.6410",
+        "H = 8: Local SGD 0.4200, DiLoCo 0.6600, gap +0.2400: DiLoCo worse",
+        "H = 16: Local SGD 0.4200, DiLoCo 0.4000, gap -0.0200: within the noise",
+        "H = 32: Local SGD 0.4100, DiLoCo 0.4300, gap +0.0200: within the noise",
+        "another seed of DiLoCo: 0.6610 at H = 8, 0.4210 at H = 32",
+    ]
+    assert verdicts.verdict(-0.05) == "DiLoCo better"
+    monkeypatch.setenv("EFFITRAIN_LANGUAGE", "tr")
+    assert (
+        str(verdicts).splitlines()[2]
+        == "H = 8: yerel SGD 0,4200, DiLoCo 0,6600, fark +0,2400: DiLoCo daha kötü"
+    )
+
+
+def test_the_loss_figures_data_names_the_one_run_left_on_the_plateau():
+    from effitrain_lessons.diloco.reports import against_data_parallel, training_curves
+
+    ddp = _made_up_run(DiLoCoConfig(mode="ddp", steps=16), [0.41], gradient_bytes=100)
+    local = _made_up_run(LocalSGDConfig(k=8, steps=16), [0.42], sync_steps=(8, 16), calls_per_sync=25)
+    stuck = _made_up_run(DiLoCoConfig(h=8, steps=16), [0.66], sync_steps=(8, 16))
+    learns = _made_up_run(DiLoCoConfig(h=16, steps=16), [0.43], sync_steps=(16,))
+    curves = training_curves([ddp, local, stuck, learns], baseline=0.641)
+    assert list(curves.losses) == ["data parallel", "Local SGD, H = 8", "DiLoCo, H = 8", "DiLoCo, H = 16"]
+    assert curves.losses["DiLoCo, H = 8"] == stuck[0].losses
+    # data parallel synchronizes at every step: no ticks for it
+    assert curves.outer_steps == {
+        "Local SGD, H = 8": [8, 16],
+        "DiLoCo, H = 8": [8, 16],
+        "DiLoCo, H = 16": [16],
+    }
+    assert curves.title == "DiLoCo at H = 8 stays on the plateau; the other runs leave it"
+    assert training_curves([ddp, stuck, stuck], baseline=0.641).title == "training loss in process 0"
+    assert training_curves([ddp, learns], baseline=0.641).title == "training loss in process 0"
+
+    tried = _made_up_run(DiLoCoConfig(h=4, outer_lr=0.5, steps=16), [0.4567], sync_steps=(4, 8, 12, 16))
+    beside = against_data_parallel(tried, ddp)
+    assert list(beside.losses) == [
+        "data parallel: validation loss 0.410",
+        "DiLoCo, H = 4, outer lr 0.5: validation loss 0.457",
+    ]
+    assert beside.outer_steps == {"DiLoCo, H = 4, outer lr 0.5: validation loss 0.457": [4, 8, 12, 16]}
+    assert beside.title == "DiLoCo at H = 4, outer lr 0.5, against data parallel"
+
+
+def test_the_outer_step_growth_compares_the_stalled_run_with_the_ones_that_learn():
+    from effitrain_lessons.diloco.reports import outer_step_growth
+    from effitrain_lessons.diloco.runs import OuterStep, Watched
+
+    def steps(*ratios):  # the workers move 0.1 each round (0.2 in the later half)
+        return [
+            OuterStep(
+                8 * (i + 1), 0.1 * (1 + (i >= len(ratios) // 2)), 0.1 * (1 + (i >= len(ratios) // 2)) * r
+            )
+            for i, r in enumerate(ratios)
+        ]
+
+    class Watch:
+        seen = {
+            "stalled": steps(1.6, 3.0, 5.0, 4.0),
+            "slower": steps(0.5, 0.6),
+            "local": steps(1.0, 1.0),
+            "again": steps(2.0, 7.5),
+        }
+
+        def read(self, name):
+            return Watched(self.seen[name])
+
+    runs = {
+        "stalled": _made_up_run(DiLoCoConfig(h=8)),
+        "slower": _made_up_run(DiLoCoConfig(h=8, outer_lr=0.3)),
+        "local": _made_up_run(DiLoCoConfig(h=8, outer_lr=1.0, outer_momentum=0.0)),
+    }
+    growth = outer_step_growth(
+        Watch(), runs, stalled="stalled", learned=["slower", "local"], another_seed="again"
+    )
+    assert list(growth.steps) == [
+        "DiLoCo, H = 8: stays on the plateau",
+        "DiLoCo, H = 8, outer lr 0.3",
+        "DiLoCo, H = 8, outer lr 1, no momentum",
+    ]
+    assert growth.ceiling == pytest.approx(7.0)  # the paper's lr 0.7 / (1 - 0.9)
+    assert (growth.peak, growth.others) == pytest.approx((5.0, 1.0))
+    assert growth.title == (
+        "At H = 8 the outer step grows to 5.0 times the workers' averaged change; "
+        "in the runs that learn it stays below 1.0"
+    )
+    # the later half of the rounds: the workers moved 0.2, the outer step 1.0 and 0.8
+    assert str(growth).splitlines() == [
+        "DiLoCo, H = 8, last 2 rounds: the workers moved 0.20, the outer step 0.90 (median norms)",
+        "the outer step grows to 5.0 times the averaged change; with another seed, 7.5",
+    ]
+
+
+def test_the_bytes_plane_puts_each_run_against_where_data_parallels_seeds_ended(monkeypatch):
+    from effitrain_lessons.diloco.reports import after_warm_start, bytes_and_losses
+
+    # data parallel sends 1 MB a step for 8 steps; the two seeds end at 0.45 and 0.50
+    ddp = [
+        _made_up_run(DiLoCoConfig(mode="ddp", steps=8, seed=seed), [loss], gradient_bytes=10**6)
+        for seed, loss in ((0, 0.45), (1, 0.5))
+    ]
+    along = [{1: 0.69, 2: 0.66, 4: 0.6, 8: 0.45}, {1: 0.69, 2: 0.68, 4: 0.62, 8: 0.5}]
+    warm = after_warm_start(
+        [
+            _made_up_run(DiLoCoConfig(h=2, steps=2, seed=seed), [loss], sync_steps=(2,), call_bytes=10**6)
+            for seed, loss in ((0, 0.52), (1, 0.44))
+        ],
+        ddp[0],
+        warm_steps=6,
+    )
+    assert warm.megabytes == pytest.approx([7.0, 7.0])
+    assert str(warm).splitlines()[1] == (
+        "seed 1: 6 steps of data parallel, then DiLoCo at H = 2: 7.00 MB sent, validation loss 0.4400"
+    )
+    groups = [  # the seeds of each setting
+        [
+            _made_up_run(
+                LocalSGDConfig(k=2, steps=8),
+                [0.47],
+                sync_steps=(2, 4, 6, 8),
+                calls_per_sync=2,
+                call_bytes=5 * 10**5,
+            )
+        ],
+        [
+            _made_up_run(
+                DiLoCoConfig(h=2, steps=8, seed=seed), [loss], sync_steps=(2, 4, 6, 8), call_bytes=10**6
+            )
+            for seed, loss in ((0, 0.6), (1, 0.61))
+        ],
+        [
+            _made_up_run(DiLoCoConfig(h=4, steps=8, seed=seed), [loss], sync_steps=(4, 8), call_bytes=10**6)
+            for seed, loss in ((0, 0.46), (1, 0.49))
+        ],
+    ]
+
+    def plane_of():  # its labels are written in the language in use
+        return bytes_and_losses(data_parallel=ddp, along=along, runs=groups, warm=warm)
+
+    plane = plane_of()
+    assert plane.band == {
+        "data parallel, two seeds, along the run": [
+            [(1.0, 0.69), (2.0, 0.66), (4.0, 0.6), (8.0, 0.45)],
+            [(1.0, 0.69), (2.0, 0.68), (4.0, 0.62), (8.0, 0.5)],
+        ]
+    }
+    assert plane.target == (0.45, 0.5)
+    assert plane.points == {
+        "Local SGD, H = 2": [(4.0, 0.47)],
+        "DiLoCo, H = 2, two seeds": [(4.0, 0.6), (4.0, 0.61)],
+        "DiLoCo, H = 4, two seeds": [(2.0, 0.46), (2.0, 0.49)],
+        "warm start, then DiLoCo, H = 2, two seeds": [(7.0, 0.52), (7.0, 0.44)],
+    }
+    # the DiLoCo run with the largest H ends inside, with 4 times fewer bytes
+    assert plane.title == "DiLoCo at H = 4 ends where data parallel ends, with 4 times fewer bytes"
+    assert str(plane).splitlines() == [
+        "data parallel after 8 steps (8.00 MB): 0.4500 to 0.5000",
+        "with DiLoCo at H = 4's bytes, data parallel takes 2 steps: validation loss 0.6600 / 0.6800",
+        "Local SGD, H = 2: 4.00 MB, validation loss 0.4700: inside the band",
+        "DiLoCo, H = 2, two seeds: 4.00 MB, validation loss 0.6000 / 0.6100: above the band / above the band",
+        "DiLoCo, H = 4, two seeds: 2.00 MB, validation loss 0.4600 / 0.4900: "
+        "inside the band / inside the band",
+        "warm start, then DiLoCo, H = 2, two seeds: 7.00 MB, validation loss 0.5200 / 0.4400: "
+        "above the band / below the band",
+    ]
+    plane.matched = False
+    assert plane.title == "Validation loss against the bytes each process sent"
+    monkeypatch.setenv("EFFITRAIN_LANGUAGE", "tr")
+    assert str(plane_of()).splitlines()[-1] == (
+        "sıcak başlangıç, ardından DiLoCo, H = 2, iki tohum: 7,00 MB, doğrulama kaybı 0,5200 / 0,4400: "
+        "bandın üstünde / bandın altında"
+    )
+
+
+def test_the_bucketing_precision_and_proportion_tables(monkeypatch):
+    from effitrain_lessons.diloco.reports import compare_bucketing, compare_precision, in_proportion
+
+    ddp = _made_up_run(DiLoCoConfig(mode="ddp", steps=16), [0.41], gradient_bytes=314_000)
+    per_tensor = _made_up_run(
+        DiLoCoConfig(h=1, steps=16, bucketed=False),
+        sync_steps=range(1, 17),
+        calls_per_sync=25,
+        call_bytes=314_000 // 25,
+        call_seconds=0.0016,
+    )
+    bucketed = _made_up_run(
+        DiLoCoConfig(h=1, steps=16), sync_steps=range(1, 17), call_bytes=314_000, call_seconds=0.002
+    )
+    table = compare_bucketing(per_tensor, bucketed, ddp)
+    assert [row[:3] for row in table.rows] == [
+        ["all-reduce calls", "25", "1"],
+        ["kB sent", "314", "314"],
+        ["ms in all-reduce", "40.00", "2.00"],
+        ["ms per step", "10", "10"],
+    ]
+    assert table.notes == [
+        "one flat buffer: 25 times fewer calls, 20.0 times less time in all-reduce per synchronization"
+    ]
+
+    full = _made_up_run(
+        DiLoCoConfig(h=32, steps=128), [0.4261], sync_steps=(32, 64, 96, 128), call_bytes=314_000
+    )
+    half = _made_up_run(
+        DiLoCoConfig(h=32, steps=128, precision="bf16"),
+        [0.4296],
+        sync_steps=(32, 64, 96, 128),
+        call_bytes=157_000,
+    )
+    table = compare_precision(full, half, spread=0.0284)
+    assert [row[0] for row in table.rows] == ["fp32", "bf16"] and table.rows[1][1:] == [
+        "157",
+        "0.63",
+        "0.4296",
+    ]
+    assert table.notes == [
+        "bf16 sends 0.50 of fp32's bytes; the validation loss moved by +0.0035 (two seeds: 0.0284)"
+    ]
+
+    short = _made_up_run(
+        DiLoCoConfig(h=8, steps=128), [0.66], sync_steps=range(8, 129, 8), call_bytes=314_000
+    )
+    ddp = _made_up_run(DiLoCoConfig(mode="ddp", steps=128), [0.41], gradient_bytes=314_000)
+    table = in_proportion(ddp, [short, full, half])
+    assert [row[0] for row in table.rows] == [
+        "data parallel",
+        "DiLoCo, H=8",
+        "DiLoCo, H=32",
+        "DiLoCo, H=32, bf16",
+        "H = 500, fp32 (from the bytes per sync above)",  # the bytes of the last fp32 run
+        "H = 500, bf16 (from the bytes per sync above)",
+    ]
+    assert [row[3] for row in table.rows] == ["1", "8", "32", "64", "500", "1000"]
+    assert [row[2] for row in table.rows][-2:] == ["0.63", "0.31"]
+    monkeypatch.setenv("EFFITRAIN_LANGUAGE", "tr")
+    assert compare_precision(full, half, spread=0.0284).notes == [
+        "bf16, fp32 ile gönderilen baytların 0,50 katını gönderir; doğrulama kaybı +0,0035 değişti "
+        "(iki tohum: 0,0284)"
+    ]

@@ -15,12 +15,12 @@ from accelerate import notebook_launcher
 from matplotlib.figure import Figure
 
 from effitrain_lessons.local_sgd.figures import plot_link_timings
+from effitrain_lessons.local_sgd.reports import link_table
 from effitrain_lessons.local_sgd.runs import (
     LinkTiming,
     LocalSGDConfig,
     link_milliseconds,
     link_sweep,
-    link_table,
     link_timings,
     predicted_ms_per_step,
 )

@@ -3,20 +3,25 @@
 Every launch forks 2 processes that talk over gloo on this machine's CPU.
 """
 
+import math
 import socket
 import subprocess
 import sys
+from dataclasses import asdict, replace
+from types import SimpleNamespace
 
 import psutil
 import pytest
 from matplotlib.figure import Figure
 
 from effitrain_lessons.local_sgd import figures as local_sgd_figures
+from effitrain_lessons.local_sgd import reports as local_sgd_reports
 from effitrain_lessons.local_sgd import runs as local_sgd
-from effitrain_lessons.local_sgd.runs import LocalSGDConfig, agreement, run_custom_loop, summary
+from effitrain_lessons.local_sgd.reports import agreement
+from effitrain_lessons.local_sgd.runs import LocalSGDConfig, run_custom_loop, summary
 from effitrain_lessons.local_sgd.saved import train
-from effitrain_lessons.shared import processes
-from effitrain_lessons.shared.distributed_runs import EXIT, launch, measured_run
+from effitrain_lessons.shared import i18n, processes
+from effitrain_lessons.shared.distributed_runs import EXIT, Link, ProcessReport, launch, measured_run
 from effitrain_lessons.shared.models import tiny_bert
 
 STEPS = 24
@@ -263,7 +268,7 @@ def test_lesson_4_figures(runs):
     scatter = local_sgd_figures.plot_loss_against_bytes(rows, nothing_learned=0.64)
     labels = [text.get_text() for text in scatter.axes[0].texts]
     assert "data parallel, run 1" in labels and "Local SGD, K=8" in labels
-    table = local_sgd.results(results[:2])
+    table = local_sgd_reports.results(results[:2])
     assert [row[0] for row in table.rows] == ["data parallel", "Local SGD, K=8"]
     assert [row[2] for row in table.rows] == [STEPS, STEPS // 8 + 1] and table.rows[0][-2:] == ["yes", "yes"]
 
@@ -358,3 +363,128 @@ def test_which_launch_starts_one_process_and_which_two():
     assert len(started["--cpu"]) == 1 and "WORLD_SIZE=(not set)" in started["--cpu"][0]
     assert [line.split(" RANK=")[1].split()[0] for line in started["--multi_gpu"]] == ["0", "1"]
     assert all("WORLD_SIZE=2" in line for line in started["--multi_gpu"])
+
+
+# --- what the lesson prints of its runs (local_sgd.reports) ----------------------------------------
+
+
+def made_up_run(config, syncs=(), gradients=(), parameters=(), eval_loss=0.5, ms=(0.0, 0.1), processes=2):
+    """A run of `config` as a launch returns it, with what each process 'counted' given here."""
+    return [
+        ProcessReport(
+            rank=rank,
+            num_processes=processes,
+            distributed_type="MULTI_CPU",
+            config=asdict(config),
+            config_type=type(config).__name__,
+            gradient_allreduces=list(gradients),
+            parameter_allreduces=list(parameters),
+            round_steps=list(syncs),
+            fingerprints=["same"] * config.steps,
+            final_fingerprint="same",
+            eval_loss=eval_loss,
+            eval_accuracy=0.8,
+            seconds=1.0,
+            step_starts=list(ms),
+        )
+        for rank in range(processes)
+    ]
+
+
+@pytest.fixture
+def made_up_runs():
+    ddp = LocalSGDConfig(mode="ddp", steps=4, layers=1)
+    k1 = LocalSGDConfig(mode="local_sgd", k=1, steps=4, layers=1)
+    k2 = LocalSGDConfig(mode="local_sgd", k=2, steps=4, layers=1)
+    return [
+        made_up_run(ddp, gradients=[(step, 1000) for step in (1, 2, 3, 4)], eval_loss=0.40),
+        made_up_run(replace(ddp, seed=1), gradients=[(step, 1000) for step in (1, 2, 3, 4)], eval_loss=0.42),
+        # K = 1: 5 rounds (the last on exit) of 3 tensors each
+        made_up_run(k1, syncs=[1, 2, 3, 4, EXIT], parameters=[(r, 300) for r in range(5) for _ in range(3)]),
+        made_up_run(
+            k2, syncs=[2, 4, EXIT], parameters=[(r, 300) for r in range(3) for _ in range(3)], eval_loss=0.45
+        ),
+    ]
+
+
+def test_pick_finds_a_run_by_its_configuration(made_up_runs):
+    assert local_sgd.pick(made_up_runs, mode="local_sgd", k=2) is made_up_runs[3]
+    assert local_sgd.pick(made_up_runs, mode="ddp", seed=1) is made_up_runs[1]
+    with pytest.raises(ValueError, match="No run has"):
+        local_sgd.pick(made_up_runs, mode="local_sgd", k=16)
+
+
+def test_per_synchronization_sets_k1_against_data_parallel(made_up_runs):
+    table = local_sgd_reports.per_synchronization(made_up_runs)
+    assert table.columns == ["per synchronization", "K = 1", "data parallel"]
+    # K = 1 sends 3 tensors of 300 bytes a round, data parallel one bucket of 1000 bytes a step
+    assert table.rows[0] == ["MB", "0.001", "0.001"] and table.rows[1] == ["all-reduce calls", "3", "1"]
+
+
+def test_losses_compare_local_sgd_with_two_seeds_of_data_parallel(made_up_runs):
+    said = str(local_sgd_reports.losses_compared(made_up_runs, k=2)).splitlines()
+    assert said[0] == "validation loss: data parallel 0.4000 (another seed: 0.4200), Local SGD K=2 0.4500"
+    assert said[1] == "K=2 vs data parallel: 0.0500; two data-parallel runs differ by 0.0200"
+    with pytest.raises(ValueError, match="two data-parallel runs"):
+        local_sgd_reports.losses_compared(made_up_runs[1:], k=2)
+
+
+def test_agreement_and_sync_steps_are_labelled_with_their_run(made_up_runs):
+    said = str(local_sgd_reports.agreement_by_run([made_up_runs[3], made_up_runs[0]], steps=3))
+    assert said.splitlines() == ["Local SGD, K=2: ===", "data parallel:  ==="]
+    drawn = local_sgd_reports.sync_steps([made_up_runs[0], made_up_runs[3]], megabytes=True)
+    assert drawn == {"data parallel: 0.0 MB": [1, 2, 3, 4], "Local SGD, K=2: 0.0 MB": [EXIT, 2, 4]}
+
+
+def test_a_run_with_accumulation_is_counted_against_the_rule():
+    config = LocalSGDConfig(mode="local_sgd", k=8, steps=32, accumulation=2, layers=1)
+    run = made_up_run(config, syncs=[8, 16, 24, 32, EXIT], parameters=[(r, 300) for r in range(5)])
+    assert str(local_sgd_reports.with_accumulation(run)) == (
+        "Local SGD, K=8, accumulation 2: 5 synchronizations (floor(32 / 8) + 1 = 5), "
+        "at steps [-1, 8, 16, 24, 32] (-1: on exit); gradient all-reduces: 0"
+    )
+
+
+def test_small_buckets_say_what_the_backward_pass_hid(monkeypatch):
+    monkeypatch.setenv(i18n.ENVIRONMENT, "tr")
+    link = Link(latency_ms=10, megabits_per_s=150)
+    config = LocalSGDConfig(mode="ddp", steps=3, layers=1, bucket_mb=0.02)
+    fast = made_up_run(config, ms=(0.0, 0.010, 0.020))[0]  # 10 ms a step on this machine
+    # 2 buckets a step of 0 bytes: the link adds 20 ms a step; the run on it took 25 ms a step
+    gradients = [(step, 0) for step in (1, 1, 2, 2, 3, 3)]
+    slow = made_up_run(
+        replace(config, latency_ms=10, megabits_per_s=150), gradients=gradients, ms=(0.0, 0.025, 0.050)
+    )[0]
+    timing = local_sgd.LinkTiming("A", link, (40.0, 40.0), {}, math.inf)
+    said = str(local_sgd_reports.small_buckets(fast, slow, timing)).splitlines()
+    assert said[0].startswith("adım başına 2 kovayla veri paralel eğitim, A bağlantısı: adım başına 25,0 ms")
+    assert said[0].endswith("kestirim 30,0; tek kovayla: 40,0 ms")
+    assert said[1] == "geri yayılım, bağlantının adım başına 20,0 ms'sinin 5,0 ms'sini gizledi"
+
+
+def test_the_figures_say_what_they_show_in_their_titles(made_up_runs):
+    rows = [summary(run) for run in made_up_runs]
+    sweep = local_sgd_figures.plot_local_sgd_sweep(rows[2:], rows[:2])
+    assert sweep._suptitle.get_text().startswith("K = 2: 1 times fewer bytes than data parallel")
+    scatter = local_sgd_figures.plot_loss_against_bytes(rows)
+    assert scatter.axes[0].get_title() == "Validation loss against communication, K up to 2"
+    link = Link(latency_ms=10, megabits_per_s=150)
+    timings = [
+        local_sgd.LinkTiming("A", link, (10.0, 10.0), {4: (12.0, 12.0), 8: (9.0, 9.0)}, 6.0),
+        local_sgd.LinkTiming("B", link, (10.0, 10.0), {4: (9.0, 9.0), 8: (8.0, 8.0)}, 3.0),
+    ]
+    title = " ".join(local_sgd_figures.plot_link_timings(timings)._suptitle.get_text().split())  # wrapped
+    assert title == (
+        "Local SGD becomes faster than data parallel between K = 4 and 8 on link A, K = 4 or less on link B"
+    )
+
+
+def test_a_launch_says_how_many_processes_it_started():
+    from effitrain_lessons.local_sgd.launched import MARK, processes_started
+
+    finished = SimpleNamespace(
+        stdout=f"noise\nprocess 1 of 2: RANK=1 {MARK}2\nprocess 0 of 2: RANK=0 {MARK}2\n", returncode=0
+    )
+    said = str(processes_started("accelerate launch --multi_gpu", finished)).splitlines()
+    assert said[0] == "$ accelerate launch --multi_gpu: 2 process(es), exit code 0"
+    assert said[1:] == [f"    process 0 of 2: RANK=0 {MARK}2", f"    process 1 of 2: RANK=1 {MARK}2"]

@@ -19,6 +19,7 @@ from torch.utils.checkpoint import checkpoint
 from effitrain_lessons.own_model import figures as own_model_figures
 from effitrain_lessons.own_model import measure as own_model
 from effitrain_lessons.shared.memory import record_saved_tensors
+from effitrain_lessons.shared.tables import format_bytes
 
 VOCAB, SEQ = 32, 8
 
@@ -133,8 +134,9 @@ def test_a_pack_hook_is_handed_activations_and_parameters_apart():
     with record_saved_tensors(layer) as log:
         torch.tanh(layer(x)).sum()
     sizes = own_model.packed_bytes(log)
-    assert sizes["parameters"] == 8 * 4 * 4  # the weight, which addmm saves for x's gradient
-    assert sizes["activations"] == (3 * 8 + 3 * 4) * 4  # x, and tanh's output
+    assert sizes.parameters == 8 * 4 * 4  # the weight, which addmm saves for x's gradient
+    assert sizes.activations == (3 * 8 + 3 * 4) * 4  # x, and tanh's output
+    assert str(sizes) == "a pack hook is handed 144 B of activations and 128 B of parameters"
 
 
 def test_the_cpu_peak_counts_what_is_alive_at_once_and_not_what_was_there_before():
@@ -169,3 +171,88 @@ def test_the_peak_report_and_the_figure(batch):
     gids = {patch.get_gid() for ax in fig.axes for patch in ax.patches}
     assert gids == {"kept", "time"}
     assert math.isclose(fig.axes[1].get_xlim()[0], 0.0)
+
+
+def test_one_blocks_saving_times_the_blocks_against_every_block():
+    savings = own_model.BlockSavings(one_block=1000, blocks=8, every_block=8000, block_input=1024)
+    assert str(savings).splitlines() == [
+        "one block frees 1,000 bytes; 8 times that is 8,000; every block frees 8,000",
+        "a block's input: 1.00 KiB",
+    ]
+
+
+def offloaded(model, batch):
+    """The lesson's step: a training step whose forward runs under `offload()`, when there is one."""
+    ids, targets = batch
+
+    def step(offload):
+        model.zero_grad(set_to_none=True)
+        if offload is None:
+            own_model.next_token_loss(model(ids), targets).backward()
+            return
+        with offload():
+            loss = own_model.next_token_loss(model(ids), targets)
+        loss.backward()
+
+    return step
+
+
+def test_offloads_are_measured_against_the_first_and_a_changed_gradient_is_seen(batch):
+    model = Stack()
+
+    def scaled():  # unpack hands back every saved activation doubled: other gradients
+        weights = {p.untyped_storage().data_ptr() for p in model.parameters()}
+
+        def unpack(tensor):
+            kept = tensor.untyped_storage().data_ptr() in weights or not tensor.is_floating_point()
+            return tensor if kept else tensor * 2  # not the weights, nor the targets
+
+        return torch.autograd.graph.saved_tensors_hooks(lambda tensor: tensor, unpack)
+
+    report = own_model.measure_offloads(
+        offloaded(model, batch),
+        {
+            "no offload": None,
+            "save_on_cpu": torch.autograd.graph.save_on_cpu,
+            "scaled": scaled,
+        },
+        model,
+        rounds=2,
+    )
+    plain, on_cpu, wrong = report.runs
+    assert [run.label for run in report.runs] == ["no offload", "save_on_cpu", "scaled"]
+    assert plain.same_gradients and on_cpu.same_gradients and not wrong.same_gradients
+    assert plain.peak > 0 and on_cpu.peak >= plain.peak  # on a CPU, save_on_cpu frees nothing
+    assert all(run.seconds > 0 for run in report.runs)
+    assert all(p.grad is None for p in model.parameters())
+    lines = str(report).splitlines()
+    assert lines[0].startswith("no offload: peak ") and lines[2].endswith("the same gradients: no")
+    with pytest.raises(ValueError, match="rounds"):
+        own_model.measure_offloads(offloaded(model, batch), {"none": None}, model, rounds=0)
+
+
+def test_the_parameters_state_is_counted_once_per_parameter():
+    model = Stack()
+    state = own_model.parameter_state(model)
+    assert state.parameter_bytes == 4 * sum(p.numel() for p in model.parameters())
+    size = format_bytes(state.parameter_bytes)
+    assert str(state).startswith(f"the parameters: {size}; their gradients: {size} more")
+
+
+def test_every_label_lesson_7_gives_its_choices_is_in_the_catalog():
+    """The cells name their choices and offloads in English; the package shows them translated, so
+    each must be a message of the package (else the Turkish edition would show it in English)."""
+    import ast
+    import json
+    from pathlib import Path
+
+    master = Path(__file__).resolve().parents[1] / "lessons" / "07_checkpoint_your_own_model.ipynb"
+    cells = {cell["id"]: "".join(cell["source"]) for cell in json.loads(master.read_text())["cells"]}
+    labels = set()
+    for cell in ("measure-ways", "layers", "offload-measure", "peak"):
+        for node in ast.walk(ast.parse(cells[cell])):
+            if isinstance(node, ast.Dict):
+                labels |= {key.value for key in node.keys if isinstance(key, ast.Constant)}
+            elif isinstance(node, ast.Tuple) and node.elts and isinstance(node.elts[0], ast.Constant):
+                labels.add(node.elts[0].value)
+    assert len(labels) == 12 and labels - {"save_on_cpu"} <= set(own_model.CHOICE_LABELS)

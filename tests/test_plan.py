@@ -583,3 +583,160 @@ def test_effitrain_plans_16_bit_advice_follows_each_gpu(capsys):
     assert "fp16 mixed precision with a loss scaler (GradScaler)" in t4 and "bf16" not in t4
     assert cli.main([*arguments, "--gpu", "T4", "--precision", "bf16"]) == 0
     assert "T4 has no bf16: train in fp16 with a loss scaler (GradScaler)" in capsys.readouterr().out
+
+
+# --- lesson 6's tables: its measurements beside the count (will_it_fit/compare.py) ---------------
+
+
+def test_the_parts_table_sets_each_measured_part_beside_the_estimate(monkeypatch):
+    from effitrain_lessons.shared.i18n import ENVIRONMENT
+    from effitrain_lessons.shared.memory import TrainingMemory
+    from effitrain_lessons.will_it_fit import compare
+
+    predicted = plan.estimate("gpt2", batch=2, seq=64, device="cpu")
+    state = {part: predicted.bytes_of(part) for part in ("parameters", "gradients", "optimizer state")}
+    measured = TrainingMemory(
+        state["parameters"],
+        state["gradients"],
+        state["optimizer state"],
+        predicted.bytes_of("activations") + 1234,
+    )
+    table = compare.parts_against_estimate({12: measured}, {12: predicted})
+    rows = {row[1]: row for row in table.rows}
+    assert list(rows) == ["parameters", "gradients", "optimizer state", "activations"]
+    assert rows["parameters"][4] == "+0" and rows["activations"][4] == "+1,234"
+    assert rows["gradients"][2] == f"{state['gradients']:,}" == rows["gradients"][3]
+    monkeypatch.setenv(ENVIRONMENT, "tr")
+    turkish = compare.parts_against_estimate({12: measured}, {12: predicted})
+    assert turkish.rows[3][4] == "+1.234"
+
+
+def test_one_layer_three_ways_against_the_measurement():
+    from effitrain_lessons.will_it_fit import compare
+
+    table = compare.layer_against_paper(measured=2000, counted=2000, paper=1800)
+    assert [row[1:] for row in table.rows] == [["2,000", "1"], ["2,000", "1.0000"], ["1,800", "0.9000"]]
+
+
+def test_the_tensors_one_layer_saved_are_grouped_by_shape_the_largest_first():
+    from effitrain_lessons.will_it_fit import compare
+
+    layer = torch.nn.Linear(8, 16)
+    x = torch.randn(3, 8, requires_grad=True)
+    with record_saved_tensors(layer) as log:
+        y = torch.tanh(layer(x))  # saves x (for the weight's gradient) and tanh's output
+        z = torch.tanh(y + 1)  # and another output of the same shape
+    table = compare.layer_tensors(log)
+    assert [row[:3] for row in table.rows] == [[(3, 16), "float32", 2], [(3, 8), "float32", 1]]
+    assert table.rows[0][3] == f"{2 * 3 * 16 * 4:,}"
+    assert table.notes == [f"3 tensors, {(2 * 3 * 16 + 3 * 8) * 4:,} bytes: one layer"]
+    del z
+
+
+def test_the_layer_table_is_the_estimates_terms_and_their_total():
+    from effitrain_lessons.shared.tables import format_bytes
+    from effitrain_lessons.will_it_fit import compare
+
+    shape = plan.model_shape("bert-base-uncased")
+    settings = plan.Settings(batch=32, seq=512, attention="eager")
+    table = compare.layer_table(shape, settings)
+    terms = plan.layer_terms(shape, settings)
+    assert [row[0] for row in table.rows] == [term.what for term in terms]
+    layer = plan.activation_bytes(shape, settings)["layer"]
+    assert table.notes == [f"one layer: {layer:,} bytes ({format_bytes(layer)})"]
+
+
+def test_the_mask_gap_counts_the_masks_bytes_beyond_the_papers():
+    from effitrain_lessons.will_it_fit import compare
+
+    gap = compare.MaskGap(torch.float32, torch.bool, gap=1000, mask_elements=300, norm_statistics=400)
+    assert gap.extra_mask_bytes == 300 * (4 - 2)
+    lines = str(gap).splitlines()
+    assert lines[0] == "dropout on this CPU saves a torch.float32 mask: 4 bytes an element"
+    assert lines[1] == "the fused kernel's mask is torch.bool: 1 byte an element"
+    assert lines[3].endswith(": 600 bytes") and lines[4].endswith(": 400 bytes")
+    # masks in 16 bits take what the paper counts, twice 1 byte in fp32 terms: no extra bytes
+    assert compare.MaskGap(torch.float16, torch.bool, 0, 300, 0).extra_mask_bytes == 0
+
+
+def test_one_bert_base_layer_at_the_t4s_shape_against_the_paper():
+    from effitrain_lessons.will_it_fit import compare
+
+    shape = plan.model_shape("bert-base-uncased")
+    settings = plan.Settings(batch=32, seq=512, attention="eager")
+    scaled = compare.LayerAtScale(shape, settings)
+    assert scaled.layer_bytes == plan.activation_bytes(shape, settings)["layer"]
+    assert scaled.paper_bytes == 2 * plan.korthikanti_layer_bytes(512, 32, 768, 12)
+    assert str(scaled).splitlines() == [
+        "one layer at s = 512, b = 32: 1.62 GiB (0.933 x twice the paper's 1.73 GiB)",
+        "the attention scores' share of it: 52% (5 a s / h = 40 against 34)",
+        "12 layers: 19.41 GiB",
+    ]
+
+
+def test_the_prediction_is_judged_against_the_estimate():
+    from effitrain_lessons.will_it_fit import compare
+
+    answer = plan.estimate("bert-base-uncased", batch=32, seq=512, attention="eager")  # 23.76 GiB
+    assert compare.prediction_feedback(..., ..., answer, "T4").startswith("You made no prediction")
+    assert "not 'maybe'" in compare.prediction_feedback("maybe", ..., answer, "T4")
+    assert compare.prediction_feedback("does not fit", ..., answer, "T4").endswith(": right.")
+    wrong = compare.prediction_feedback("fits", 12, answer, "T4").splitlines()
+    assert wrong[0].endswith("that it does not fit: not this time.")
+    assert wrong[1] == "You guessed 12 GiB; the estimate is 23.8 GiB, 2.0 times your guess."
+    assert compare.prediction_feedback("fits", 0, answer, "A100-80GB").endswith(": right.")  # no guess
+
+
+def test_the_lever_table_asks_the_planners_solvers_for_each_lever():
+    from effitrain_lessons.will_it_fit import compare
+
+    baseline = {"batch": 32, "seq": 512, "attention": "eager"}
+    levers = {"baseline": {}, "checkpointing every layer": {"checkpointing": True}}
+    table = compare.lever_table("bert-base-uncased", "colab-T4", baseline, levers)
+    assert list(table.columns)[1:3] == ["one step at batch 32", "fits colab-T4"]
+    base, checkpointed = table.rows
+    assert base[2] == "no" and checkpointed[2] == "yes"
+    assert base[3] == plan.largest_micro_batch("bert-base-uncased", "colab-T4", **baseline) == 18
+    assert base[4] == plan.smallest_accumulation("bert-base-uncased", "colab-T4", **baseline) == 2
+    hopeless = compare.lever_table("bert-large-uncased", "1GiB", baseline, {"baseline": {}})
+    assert hopeless.rows[0][3:] == [0, "-"]  # nothing fits 1 GiB, not even one sequence
+
+
+def test_bytes_per_parameter_in_each_precision():
+    from effitrain_lessons.will_it_fit import compare
+
+    estimates = [
+        plan.estimate("bert-base-uncased", batch=32, seq=512, precision=p, attention="eager")
+        for p in ("fp32", "bf16")
+    ]
+    fp32, bf16 = compare.bytes_per_parameter(estimates).splitlines()
+    assert fp32.startswith("fp32: 16.00 bytes per parameter") and fp32.endswith("activations 19.51 GiB")
+    assert bf16.startswith("bf16: 16.00 bytes per parameter") and bf16.endswith("activations 10.47 GiB")
+    pure = plan.estimate("gpt2", batch=2, seq=64, precision="bf16", master_weights=False)
+    assert compare.bytes_per_parameter([pure]).startswith("bf16: 8.0")  # 2 + 2 + 2 x 2, and step counts
+
+
+def test_every_label_lesson_6_gives_its_settings_and_steps_is_in_the_catalog():
+    """The cells name their levers and steps in English; the package shows them translated, so each
+    must be a message of the package (else the Turkish edition would show it in English)."""
+    import ast
+    import json
+
+    from effitrain_lessons.will_it_fit import compare, recompute
+
+    cells = {
+        cell["id"]: "".join(cell["source"])
+        for cell in json.loads((ROOT / "lessons" / "06_will_it_fit.ipynb").read_text())["cells"]
+    }
+    labelled = []  # the dict of the levers, and the dict of steps measure_steps measures
+    for node in ast.walk(ast.parse(cells["levers"])):
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == ["levers"]:
+            labelled.append(node.value)
+    for node in ast.walk(ast.parse(cells["policy-measure"])):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "measure_steps":
+            labelled.append(node.args[0])
+    assert len(labelled) == 2
+    labels = {key.value for found in labelled for key in found.keys if isinstance(key, ast.Constant)}
+    assert labels and labels - {"checkpoint(layer, x)"} <= {*compare.LEVER_LABELS, *recompute.STEP_LABELS}
+    for precision in ("fp16", "bf16"):  # the levers' f"{sixteen} mixed precision"
+        assert f"{precision} mixed precision" in compare.LEVER_LABELS

@@ -71,3 +71,16 @@ def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
     assert status.value.startswith("T4: fits") and [kind for kind, _ in shown].count("update") == 3
     assert sorted(model.options) == plan.bundled_models() and list(precision.options) == list(plan.PRECISIONS)
     assert (batch.value, seq.value, attention.value) == (32, 512, "eager")
+
+
+def test_one_estimate_against_a_gpu_says_in_its_title_whether_it_fits():
+    fits = plan_figures.plot_memory_estimates([plan.estimate("gpt2", batch=2, seq=64)], gpu="T4")
+    assert fits.axes[0].get_title() == "gpt2 on T4: fits"
+    big = plan.estimate("llama-3.2-1b-shaped", batch=16, seq=2048, precision="bf16")
+    over = plan_figures.plot_memory_estimates([big], gpu="h100-80gb")
+    assert over.axes[0].get_title() == "llama-3.2-1b-shaped on H100-80GB: does not fit"
+    named = plan_figures.plot_memory_estimates([big], gpu="H100-80GB", title="mine")
+    assert named.axes[0].get_title() == "mine"
+    assert plan_figures.plot_memory_estimates([big]).axes[0].get_title() == (
+        "What one training step needs (estimated)"
+    )

@@ -357,3 +357,20 @@ def test_a_layer_can_take_a_registered_attention_function():
     assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), wrapped.state_dict().values()))
     plain.eval(), wrapped.eval()
     assert torch.allclose(plain(x), wrapped(x)) and calls
+
+
+def test_a_table_of_eager_steps_says_whether_their_gradients_match_the_baseline():
+    same = {"w": torch.ones(3)}
+    plain = replace(point("no checkpointing", 100, 10), gradients=same)
+    full = replace(point("full", 0, 14), gradients={"w": torch.ones(3) + 1e-7})  # summed in another order
+    curve = recompute.RecomputeCurve([plain, full])
+    assert curve.same_gradients() is True
+    assert curve.table().notes[0] == "the same gradients as without checkpointing: yes"
+    wrong = replace(point("wrong", 50, 12), gradients={"w": torch.zeros(3)})
+    assert recompute.RecomputeCurve([plain, full, wrong]).same_gradients() is False
+    assert "as without checkpointing: no" in str(recompute.RecomputeCurve([plain, wrong]))
+    # points measured without gradients, or a compiled point among them: no such line
+    assert recompute.RecomputeCurve([point("none", 100, 10), point("full", 0, 14)]).same_gradients() is None
+    compiled = replace(point("budget 1", 80, 10, budget=1.0), gradients=same)
+    notes = recompute.RecomputeCurve([plain, full, compiled]).table().notes
+    assert not any("same gradients" in note for note in notes)

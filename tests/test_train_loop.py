@@ -289,3 +289,87 @@ def test_optimizer_steps_on_one_process_counts_a_shard():
     assert optimizer_steps_on_one_process(12, 1, 1, 1) == 12
     with pytest.raises(ValueError, match="process_index"):
         optimizer_steps_on_one_process(10, 2, 1, 2, process_index=2)
+
+
+# --- what the cells print (with_accelerator.reports) ------------------------------------------
+
+
+@pytest.fixture
+def turkish(monkeypatch):
+    from effitrain_lessons.shared import i18n
+
+    monkeypatch.setenv(i18n.ENVIRONMENT, "tr")
+
+
+def test_schedule_ends_say_how_many_steps_and_where_each_schedule_ends(turkish):
+    from effitrain_lessons.shared import i18n
+    from effitrain_lessons.with_accelerator.reports import schedule_ends
+
+    schedules = {"optimizer": [1.0, 0.5, 0.0], "slide": [1.0, 0.75, 0.5]}
+    assert schedule_ends(schedules).splitlines()[1] == (
+        f"{'slide':36} 3 eniyileyici adımı, son öğrenme oranı en yüksek değerin 0,500 katı"
+    )
+    with i18n.speaking("en"):
+        assert schedule_ends(schedules).splitlines()[0] == (
+            f"{'optimizer':36} 3 optimizer steps, final learning rate 0.000 x peak"
+        )
+    with pytest.raises(ValueError, match="en az bir ölçülmüş zamanlama"):
+        schedule_ends({"empty": []})
+
+
+def test_compare_gradients_says_identical_only_when_every_element_is_equal():
+    from effitrain_lessons.with_accelerator.reports import compare_gradients
+
+    ones = {"a": torch.ones(3), "b": torch.ones(2, 2)}
+    assert compare_gradients(ones, {k: v.clone() for k, v in ones.items()}) == (
+        "2 gradient tensors, largest difference 0.0e+00: identical"
+    )
+    nudged = {"a": torch.tensor([1.0, 1.0, 1.5]), "b": torch.ones(2, 2)}
+    # |0.5| over the norm of 7 ones and a 1.5: sqrt(8.25)
+    assert compare_gradients(ones, nudged) == (
+        f"largest difference 5.0e-01, relative difference of the whole gradient {0.5 / math.sqrt(8.25):.1e}"
+    )
+    with pytest.raises(ValueError, match="same parameters"):
+        compare_gradients(ones, {"a": torch.ones(3)})
+
+
+def test_accumulation_against_one_batch_reads_models_and_leaves_their_gradients(train_rows):
+    from effitrain_lessons.with_accelerator.reports import accumulation_against_one_batch
+
+    rows = train_rows[:8]
+    first = {k: v[:4] for k, v in rows.items()}
+    whole, micro = fresh_model(seed=0), fresh_model(seed=0)
+    whole(**rows).loss.backward()
+    micro(**first).loss.backward()
+    before = gradients(whole)
+    gradient_line, memory_line = accumulation_against_one_batch(whole, micro, first, rows).splitlines()
+    assert gradient_line.startswith("largest difference ") and "relative difference" in gradient_line
+    assert memory_line.startswith("saved activations: ") and "per micro-batch of 4," in memory_line
+    assert memory_line.endswith("for the batch of 8")
+    after = gradients(whole)
+    assert all(torch.equal(before[name], after[name]) for name in before)
+
+
+def test_metrics_against_majority_in_turkish(turkish):
+    from effitrain_lessons.with_accelerator.reports import metrics_against_majority
+
+    assert metrics_against_majority({"accuracy": 0.83, "f1": 0.8654}, 0.66, rows=300).splitlines() == [
+        "doğrulama doğruluğu 0,830   F1 0,865   300 satırda",
+        "çoğunluk tabanı     0,660",
+    ]
+
+
+def test_checkpointing_every_n_layers_is_a_table_of_shares_of_the_plain_step():
+    from effitrain_lessons.shared.memory import StepReport
+    from effitrain_lessons.with_accelerator.reports import checkpointing_every_n_layers
+
+    def step(saved_bytes, flops):
+        return StepReport(saved_bytes, 1, flops, flops // 3, 0.1, None, "cpu", True)
+
+    plain = step(10 * 2**20, 300)
+    table = checkpointing_every_n_layers({1: step(2**20, 400) / plain, 4: step(8 * 2**20, 330) / plain})
+    assert list(table.columns) == ["every n-th layer", "activations kept", "of plain", "FLOPs / plain"]
+    assert [list(row) for row in table.rows] == [
+        [1, "1.00 MiB", "10%", "1.33"],
+        [4, "8.00 MiB", "80%", "1.10"],
+    ]

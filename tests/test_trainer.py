@@ -7,6 +7,7 @@ Short trainings on slices of the bundled data: a few seconds each on a laptop CP
 import contextlib
 import io
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,9 +16,12 @@ from matplotlib.figure import Figure
 from sklearn.metrics import accuracy_score, f1_score
 from transformers import Trainer, TrainingArguments
 
+from effitrain_lessons.shared import i18n
 from effitrain_lessons.shared.data import tokenized_mrpc
+from effitrain_lessons.shared.memory import StepReport
 from effitrain_lessons.shared.metrics import compute_metrics, majority_baseline
 from effitrain_lessons.with_trainer import figures as trainer_figures
+from effitrain_lessons.with_trainer import reports
 from effitrain_lessons.with_trainer.trainer import StepMeter, fresh_model, learning_rate_for, lesson_data
 
 
@@ -299,3 +303,120 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured(tmp_path):
     assert "train on 4 x 4 = 16 pairs per optimizer step" in repr(
         grader.check("q_memory_budget", {"budget_args": too_small})
     )
+
+
+# --- what the lesson prints of its measurements (with_trainer.reports) -----------------------------
+
+
+@pytest.fixture
+def turkish(monkeypatch):
+    monkeypatch.setenv(i18n.ENVIRONMENT, "tr")
+
+
+def test_a_refusal_names_the_argument_to_use_instead(tmp_path, splits):
+    with pytest.raises(TypeError) as renamed:
+        TrainingArguments(output_dir=str(tmp_path), evaluation_strategy="epoch")
+    said = str(reports.explain_refusal(renamed.value)).splitlines()
+    assert said[0].startswith('TypeError: "') and "evaluation_strategy" in said[0]
+    assert said[1].startswith("-> `evaluation_strategy` was renamed `eval_strategy`")
+    with pytest.raises(TypeError) as moved:
+        Trainer(model=fresh_model(), args=TrainingArguments(str(tmp_path)), tokenizer=lesson_data().tokenizer)
+    assert str(reports.explain_refusal(moved.value)).endswith("-> pass it as processing_class=tokenizer")
+    # an error the lesson knows no fix for is shown alone
+    assert (
+        str(reports.explain_refusal(TypeError("got an unexpected keyword argument 'colour'"))).count("\n")
+        == 0
+    )
+
+
+def test_the_renamed_argument_warns_where_the_new_name_does_not(tmp_path):
+    built = []
+    for name in ("gradient_checkpointing", "activation_checkpointing"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            built += [TrainingArguments(output_dir=str(tmp_path), **{name: True}), list(caught)]
+    said = str(reports.compare_argument_names(*built)).splitlines()
+    assert said[0].startswith("FutureWarning: ") and "activation_checkpointing" in said[0]
+    assert said[-2:] == ["with activation_checkpointing=True: 0 warnings", "both turn it on: True and True"]
+
+
+def test_checkpointing_seen_shows_the_states_it_was_given():
+    meter = SimpleNamespace(checkpointing=True)
+    assert str(reports.checkpointing_seen(False, True, meter)).splitlines() == [
+        "before train(): False",
+        "after train():  True",
+        "during train(): True",
+    ]
+    assert (
+        str(reports.checkpointing_seen(meter=SimpleNamespace(checkpointing=False))) == "during train(): False"
+    )
+
+
+def test_accuracy_is_set_against_the_majority_baseline(splits, turkish):
+    said = str(reports.against_baseline({"eval_accuracy": 0.8125, "eval_f1": 0.5}, splits["validation"]))
+    majority = majority_baseline(splits["validation"][:]["labels"].numpy())
+    assert said.splitlines()[0] == "doğrulama doğruluğu 0,812   F1 0,500"
+    assert f"{majority:.3f}".replace(".", ",") in said.splitlines()[1]
+
+
+def test_two_trainings_compare_in_time_and_metrics():
+    metrics = {"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8}
+    compared = reports.compare_trainings(
+        SimpleNamespace(metrics={"train_runtime": 6.0}),
+        metrics,
+        SimpleNamespace(metrics={"train_runtime": 4.0}),
+        metrics | {"eval_loss": 0.25},
+    )
+    said = str(compared).splitlines()
+    assert said[0] == "whole training: 6.0 s with, 4.0 s without (1.50x)"
+    assert said[1] == "eval_loss      with 0.5000   without 0.2500"
+    assert len(said) == 4
+
+
+def test_accumulation_is_counted_against_the_rule():
+    trainer = SimpleNamespace(
+        args=SimpleNamespace(
+            per_device_train_batch_size=8, gradient_accumulation_steps=4, world_size=1, num_train_epochs=2.0
+        ),
+        state=SimpleNamespace(global_step=14),
+        train_dataset=range(200),
+    )
+    said = str(reports.accumulation_counted(trainer, SimpleNamespace(rows_per_step=[32] * 12 + [8, 8])))
+    assert said.splitlines() == [
+        "effective batch = 8 x 4 x 1 = 32",
+        "optimizer steps measured: 14; expected ceil(200 / 32) x 2 = 14",
+        "rows per optimizer step, counted by the meter: [8, 32]",
+    ]
+
+
+def test_what_one_optimizer_step_keeps_is_set_against_the_whole_batch(turkish):
+    said = str(reports.kept_per_optimizer_step(4096, 1024, 256, batch=32, micro_batch=8)).splitlines()
+    assert said[0].startswith("32 satırlık grup") and said[0].endswith("4,00 KiB  (%100)")
+    assert said[1].startswith("8 satırlık mikro grup (x 4)") and said[1].endswith("(%25)")
+    assert said[2].endswith("256 B  (%6)")
+
+
+def test_peak_memory_is_only_measured_on_a_gpu():
+    assert str(
+        reports.peak_memory(SimpleNamespace(peak_bytes=None), SimpleNamespace(peak_bytes=None))
+    ).startswith("No CUDA GPU here")
+    said = str(reports.peak_memory(SimpleNamespace(peak_bytes=2048), SimpleNamespace(peak_bytes=4096)))
+    assert said == "peak GPU memory: 2.00 KiB with checkpointing, 4.00 KiB without (0.50x)"
+
+
+def test_the_splits_table_multiplies_a_micro_batchs_time_by_its_steps():
+    def step(saved, seconds):
+        return StepReport(saved, 1, 1, 1, seconds, None, "cpu", True)
+
+    table = reports.splits_table(
+        [(32, 1, step(4096, 0.010), step(1024, 0.015)), (8, 4, step(1024, 0.003), step(256, 0.004))]
+    )
+    assert [row[0] for row in table.rows] == ["32 x 1", "8 x 4"]
+    assert table.rows[1][1:] == ["1.00 KiB", "256 B", "12.0", "16.0"]
+
+
+def test_the_cost_figure_says_what_was_measured_in_its_title():
+    plain = StepReport(4096, 1, 300, 100, 0.01, None, "cpu", True)
+    checkpointed = StepReport(480, 1, 400, 100, 0.02, None, "cpu", True)
+    title = trainer_figures.plot_checkpointing_cost(plain, checkpointed)._suptitle.get_text()
+    assert title == "Checkpointing keeps 12% of the activations for 1.33x the FLOPs"

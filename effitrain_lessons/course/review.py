@@ -432,28 +432,33 @@ def review_answer(source: str) -> list[str]:
     return found
 
 
-class _Review:
-    """One pass over a cell's syntax tree, after learning what each name of the cell stands for."""
+class _Names:
+    """What each name of a cell stands for, and so what an expression names (`path`)."""
 
-    def __init__(self, tree: ast.Module, note):
-        self.tree, self.note = tree, note
-        self.nodes = list(ast.walk(tree))
-        self.called = {id(node.func) for node in self.nodes if isinstance(node, ast.Call)}
-        self.bound = _bound_names(self.nodes)
-        builtin = ALWAYS_BUILTINS | (RISKY_CALLS - self.bound - {"get_ipython"})
+    def __init__(self, nodes: list[ast.AST], bound: set[str]):
+        self.nodes, self.bound = nodes, bound
+        builtin = ALWAYS_BUILTINS | (RISKY_CALLS - bound - {"get_ipython"})
         self.names = {**{name: f"builtins.{name}" for name in builtin}, **KNOWN_NAMES}
         self.names["__builtins__"] = "builtins"
         self._learn_names()
 
-    # --- what names stand for ----------------------------------------------------------------
-
     def _learn_names(self) -> None:
-        """Follow imports, assignments, defaults and calls of the cell's own functions, to a fixed point."""
+        """Imports, then assignments, defaults and calls of the cell's own functions, to a fixed point."""
+        self._learn_imports()
         functions = {
             node.name: node
             for node in self.nodes
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
+        for _ in range(5):
+            before = dict(self.names)
+            for node in self.nodes:
+                self._learn_from(node, functions)
+            if self.names == before:
+                break
+
+    def _learn_imports(self) -> None:
+        """What the cell's imports bind (over any name known before: an import is what the cell means)."""
         for node in self.nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -466,43 +471,40 @@ class _Review:
                 for alias in node.names:
                     if alias.name != "*":
                         self.names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for _ in range(5):
-            before = dict(self.names)
-            for node in self.nodes:
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        self._bind(target, node.value)
-                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-                    self._bind(node.target, node.value)
-                elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                    if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
-                        for element in node.iter.elts:
-                            self._bind(node.target, element)
-                elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-                    arguments = node.args
-                    positional = [*arguments.posonlyargs, *arguments.args]
-                    for arg, default in zip(
-                        positional[len(positional) - len(arguments.defaults) :], arguments.defaults
-                    ):
-                        self._bind_name(arg.arg, default)
-                    for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
-                        if default is not None:
-                            self._bind_name(arg.arg, default)
-                elif (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Name)
-                    and node.func.id in functions
-                ):
-                    arguments = functions[node.func.id].args
-                    positional = [*arguments.posonlyargs, *arguments.args]
-                    for arg, value in zip(positional, node.args):
-                        self._bind_name(arg.arg, value)
-                    by_name = {arg.arg for arg in [*positional, *arguments.kwonlyargs]}
-                    for keyword in node.keywords:
-                        if keyword.arg in by_name:
-                            self._bind_name(keyword.arg, keyword.value)
-            if self.names == before:
-                break
+
+    def _learn_from(self, node: ast.AST, functions: dict) -> None:
+        """What one node binds names to: an assignment, a loop over literals, defaults, a call."""
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind(target, node.value)
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            self._bind(node.target, node.value)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            if isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)):
+                for element in node.iter.elts:
+                    self._bind(node.target, element)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            self._learn_defaults(node.args)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in functions:
+            self._learn_arguments(functions[node.func.id].args, node)
+
+    def _learn_defaults(self, arguments: ast.arguments) -> None:
+        positional = [*arguments.posonlyargs, *arguments.args]
+        for arg, default in zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults):
+            self._bind_name(arg.arg, default)
+        for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults):
+            if default is not None:
+                self._bind_name(arg.arg, default)
+
+    def _learn_arguments(self, arguments: ast.arguments, call: ast.Call) -> None:
+        """A call of the cell's own function binds its parameters to what the call passes."""
+        positional = [*arguments.posonlyargs, *arguments.args]
+        for arg, value in zip(positional, call.args):
+            self._bind_name(arg.arg, value)
+        by_name = {arg.arg for arg in [*positional, *arguments.kwonlyargs]}
+        for keyword in call.keywords:
+            if keyword.arg in by_name:
+                self._bind_name(keyword.arg, keyword.value)
 
     def _bind(self, target, value) -> None:
         if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)):
@@ -561,7 +563,15 @@ class _Review:
             return None
         return ".".join([base, *reversed(suffix)])
 
-    # --- the checks --------------------------------------------------------------------------
+
+class _Review(_Names):
+    """One pass over a cell's syntax tree, after learning what each name of the cell stands for."""
+
+    def __init__(self, tree: ast.Module, note):
+        self.tree, self.note = tree, note
+        nodes = list(ast.walk(tree))
+        self.called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
+        super().__init__(nodes, _bound_names(nodes))
 
     def run(self) -> None:
         for node in self.nodes:

@@ -23,13 +23,13 @@ cases only after every answer cell and public case has run, so nothing a submiss
 contain hidden test code.
 
 The worker trusts nothing learner code can reach. Its machinery is built by `_machinery()` before
-any learner code runs: every function, built-in and piece of state it uses is a local of that
-closure, so replacing an attribute of this module, of `builtins` or of a class changes nothing it
-calls. Around each answer cell and each test case it snapshots the modules the tests rely on and
-puts back whatever learner code changed (a flag each; a test case during which something changed
-fails), runs each case in a copy of the namespace with the real built-ins, and reports what an
-audit hook sees answer code reach for. What it cannot stop, in-process, is in the README's threat
-model.
+any learner code runs: every function, built-in and piece of state it uses is a local of a closure
+built then (one builder per job, each called by `_machinery()`, none called again), so replacing an
+attribute of this module, of `builtins` or of a class changes nothing it calls. Around each answer
+cell and each test case it snapshots the modules the tests rely on and puts back whatever learner
+code changed (a flag each; a test case during which something changed fails), runs each case in a
+copy of the namespace with the real built-ins, and reports what an audit hook sees answer code
+reach for. What it cannot stop, in-process, is in the README's threat model.
 """
 
 from __future__ import annotations
@@ -157,62 +157,18 @@ PROC_PRIVATE = (
 
 
 def _machinery(report_fd: int):
-    """The worker's functions, closed over their own references (see the module's docstring)."""
-    write, read, exit_now, isabs, realpath, isdir, sep = (
-        os.write,
-        os.read,
-        os._exit,
-        os.path.isabs,
-        os.path.realpath,
-        os.path.isdir,
-        os.sep,
-    )
-    exec_, compile_, dumps, loads = builtins.exec, builtins.compile, json.dumps, json.loads
-    type_, isinstance_, str_, bytes_, int_, float_, bool_, tuple_ = (
-        type,
-        isinstance,
-        str,
-        bytes,
-        int,
-        float,
-        bool,
-        tuple,
-    )
-    len_, list_, dict_, set_, any_, sorted_, callable_, repr_ = (
-        len,
-        list,
-        dict,
-        set,
-        any,
-        sorted,
-        callable,
-        repr,
-    )
-    getattr_, setattr_, delattr_, frozenset_ = getattr, setattr, delattr, frozenset
-    BaseException_ = BaseException
-    ModuleType, FunctionType, MethodType, PartialType, CodeType = (
-        types.ModuleType,
-        types.FunctionType,
-        types.MethodType,
-        functools.partial,
-        types.CodeType,
-    )
+    """The worker's functions, closed over their own references (see the module's docstring).
+
+    Each job's functions come from one of the builders below, all called here, before `main` runs any
+    learner code: a builder takes its references as it runs, so they are fixed by then, and nothing
+    looks a builder up through this module again.
+    """
+    exit_now, str_, set_, tuple_, BaseException_ = os._exit, str, set, tuple, BaseException
+    realpath, isdir, sep = os.path.realpath, os.path.isdir, os.sep
     modules, builtins_module, builtins_dict = sys.modules, builtins, builtins.__dict__
-    getframe = sys._getframe
-    type_name, type_qualname = type.__dict__["__name__"].__get__, type.__dict__["__qualname__"].__get__
-    exception_args = BaseException.__dict__["args"].__get__
     pristine = dict(builtins_dict)
     builtin_names = frozenset(name for name in pristine if not name.startswith("_"))
     library = tuple_(realpath(p) + sep for p in sys.path if p and isdir(p))
-    watched_exact, watched_prefixes, class_owners = frozenset(WATCHED_EXACT), WATCHED_PREFIXES, CLASS_OWNERS
-    volatile, reach, reach_during_tests, proc_private = (
-        VOLATILE,
-        dict(REACH),
-        REACH_DURING_TESTS,
-        PROC_PRIVATE,
-    )
-
-    encode_ = encode
     state = {
         "inbox": b"",
         "watching": None,
@@ -223,7 +179,70 @@ def _machinery(report_fd: int):
         "mode_stacks": [],
         "answer_files": {},
     }
-    flagged = set_()
+    send, command, flag = _channel(report_fd, state)
+    audit = _audit_hook(state, library, _reach_judge(state), flag)
+    snapshot = _snapshot_taker()
+    restore = _restorer(pristine, *_provenance(library))
+    describe = _describer()
+    run_cell = _cell_runner(state, pristine, builtin_names, snapshot, restore, flag, send, describe)
+    serve_cases = _case_server(state, builtin_names, snapshot, restore, flag, send, command, describe)
+
+    def main():
+        sys.addaudithook(audit)
+        job = command()
+        state["nonce"] = str_(job.get("nonce", ""))
+        for name in job.get("preload", []):  # what the tests measure with: loaded before any answer
+            try:
+                __import__(str_(name))
+            except BaseException_:  # noqa: BLE001 - a case that needs it will say so
+                pass
+        torch = modules.get("torch")
+        if torch is not None:
+            C = torch._C
+            state["mode_stacks"] = [
+                (C._len_torch_function_stack, C._pop_torch_function_stack, "leaves a torch function mode on"),
+                (C._len_torch_dispatch_stack, C._pop_torch_dispatch_stack, "leaves a torch dispatch mode on"),
+            ]
+        sys.stdin = open(os.devnull)  # answers that ask for input get an empty line, not the grader's pipe
+        from IPython.core.interactiveshell import InteractiveShell
+        from traitlets.config import Config
+
+        config = Config()
+        config.HistoryManager.enabled = False
+        config.InteractiveShell.colors = "nocolor"
+        shell = InteractiveShell.instance(config=config)
+        shell.user_ns["__builtins__"] = builtins_module
+        for warm_up in ("pass", "1 / 0"):  # IPython sets itself up on its first cells, not on the answers'
+            shell.run_cell(warm_up, store_history=False, silent=True)
+        state["shell_builtins"] = {name: shell.user_ns[name] for name in builtin_names & set_(shell.user_ns)}
+        state["pristine"] = snapshot()  # what every case starts from, whatever ran before it
+        run = shell.run_cell  # bound now: a learner's change to the class later changes nothing here
+        for cell in job["cells"]:
+            if cell["kind"] == "check":
+                send({"event": "tests", "question": cell["question"]})
+                serve_cases(shell.user_ns)
+            else:
+                run_cell(types.SimpleNamespace(run_cell=run, user_ns=shell.user_ns), cell)
+        send({"event": "cells-done"})
+        serve_cases(shell.user_ns)
+        for stream in (sys.__stdout__, sys.__stderr__):
+            try:
+                stream.flush()
+            except BaseException_:  # noqa: BLE001
+                pass
+        send({"event": "finished"})
+        exit_now(0)  # no atexit handlers: an answer may have registered some
+
+    return main
+
+
+# --- talking to the grader ---------------------------------------------------------------------
+
+
+def _channel(report_fd: int, state: dict):
+    """`send(message)`, `command()` (the grader's next line) and `flag(cell, what)` (once each)."""
+    write, read, exit_now, dumps, loads = os.write, os.read, os._exit, json.dumps, json.loads
+    flagged = set()
 
     def send(message):
         message.setdefault("nonce", state["nonce"])
@@ -245,13 +264,23 @@ def _machinery(report_fd: int):
             flagged.add((cell, what))
             send({"event": "flag", "cell": cell, "what": what})
 
-    # --- what answer code reaches for ----------------------------------------------------------
+    return send, command, flag
+
+
+# --- what answer code reaches for ------------------------------------------------------------
+
+
+def _reach_judge(state: dict):
+    """`judge(event, args, testing)`: what an audit event says the code reached for, or None."""
+    type_, str_, bytes_, len_, any_ = type, str, bytes, len, any
+    isabs, getframe = os.path.isabs, sys._getframe
+    reach, reach_during_tests, proc_private = dict(REACH), REACH_DURING_TESTS, PROC_PRIVATE
 
     def importing():
         """Whether the event was raised while importing, with no answer's code between the event and
         the import machinery (a learner's import finder or loader is not exempt)."""
         files = state["answer_files"]
-        frame = getframe(2)
+        frame = getframe(2)  # judge's caller, the audit hook, and up: `audit` calls `judge` directly
         while frame is not None:
             filename = frame.f_code.co_filename
             if filename.startswith("<frozen importlib"):
@@ -261,10 +290,32 @@ def _machinery(report_fd: int):
             frame = frame.f_back
         return False
 
+    def judge(event, args, testing):
+        if event in reach and (not testing or event in reach_during_tests) and not importing():
+            return reach[event]
+        if event == "open" and args and not testing:
+            path, mode = args[0], args[1] if len_(args) > 1 else "r"
+            if type_(path) is bytes_:
+                path = path.decode("utf-8", "replace")
+            if type_(path) is str_:
+                writes = type_(mode) is str_ and any_(c in mode for c in "wax+")
+                if path.startswith("/proc/") and any_(part in path for part in proc_private):
+                    return f"reads {path[:80]}"
+                if writes and isabs(path) and not path.startswith("/tmp/"):
+                    return f"writes {path[:80]}"
+        return None
+
+    return judge
+
+
+def _audit_hook(state: dict, library: tuple, judge, flag):
+    """`audit(event, args)`, the hook: flags what an answer reaches for against the cell it came from."""
+    type_, CodeType, getframe, BaseException_ = type, types.CodeType, sys._getframe, BaseException
+
     def answer_on_stack():
         """The answer cell whose code is on the stack (a hook or callback it left), or None."""
         files = state["answer_files"]
-        frame = getframe(3)
+        frame = getframe(3)  # counted from here: `audit` calls this directly
         while frame is not None:
             cell = files.get(frame.f_code.co_filename)
             if cell is not None:
@@ -294,22 +345,26 @@ def _machinery(report_fd: int):
         finally:
             state["in_hook"] = False
 
-    def judge(event, args, testing):
-        if event in reach and (not testing or event in reach_during_tests) and not importing():
-            return reach[event]
-        if event == "open" and args and not testing:
-            path, mode = args[0], args[1] if len_(args) > 1 else "r"
-            if type_(path) is bytes_:
-                path = path.decode("utf-8", "replace")
-            if type_(path) is str_:
-                writes = type_(mode) is str_ and any_(c in mode for c in "wax+")
-                if path.startswith("/proc/") and any_(part in path for part in proc_private):
-                    return f"reads {path[:80]}"
-                if writes and isabs(path) and not path.startswith("/tmp/"):
-                    return f"writes {path[:80]}"
-        return None
+    return audit
 
-    # --- the modules the tests rely on ---------------------------------------------------------
+
+# --- the modules the tests rely on -----------------------------------------------------------
+
+
+def _snapshot_taker():
+    """`snapshot()`: the watched modules' and their classes' attributes, and the modules loaded."""
+    type_, isinstance_, str_, list_, dict_, any_, getattr_, frozenset_ = (
+        type,
+        isinstance,
+        str,
+        list,
+        dict,
+        any,
+        getattr,
+        frozenset,
+    )
+    BaseException_, ModuleType, modules = BaseException, types.ModuleType, sys.modules
+    watched_exact, watched_prefixes, class_owners = frozenset(WATCHED_EXACT), WATCHED_PREFIXES, CLASS_OWNERS
 
     def snapshot():
         watched = {}
@@ -336,6 +391,15 @@ def _machinery(report_fd: int):
             if isinstance_(cls, type_):
                 classes[cls] = dict_(cls.__dict__)
         return {"modules": watched, "classes": classes, "imported": frozenset_(modules)}
+
+    return snapshot
+
+
+def _provenance(library: tuple):
+    """`learner_made(value)` and `harmless(key, old, new, before)`: whose a changed attribute is."""
+    type_, isinstance_, callable_, any_, getattr_, list_ = type, isinstance, callable, any, getattr, list
+    FunctionType, MethodType, PartialType = types.FunctionType, types.MethodType, functools.partial
+    modules = sys.modules
 
     def learner_made(value):
         """Whether `value` is a function or class written in a cell or a test, not in a library."""
@@ -369,6 +433,15 @@ def _machinery(report_fd: int):
             name not in before["imported"] and getattr_(module, "__dict__", None) is home
             for name, module in list_(modules.items())
         )
+
+    return learner_made, harmless
+
+
+def _restorer(pristine: dict, learner_made, harmless):
+    """`restore(before)`: puts back what learner code changed in the watched modules and classes."""
+    isinstance_, list_, setattr_, delattr_, BaseException_ = isinstance, list, setattr, delattr, BaseException
+    ModuleType, modules, builtins_dict, volatile = types.ModuleType, sys.modules, builtins.__dict__, VOLATILE
+    type_qualname = type.__dict__["__qualname__"].__get__
 
     def restore(before):
         """Put back every watched attribute that learner code changed since `before`; say what changed."""
@@ -416,21 +489,17 @@ def _machinery(report_fd: int):
         builtins_dict.update(pristine)
         return changed
 
-    def clear_modes():
-        """Leave no torch function or dispatch mode on (one an answer pushed would see every op a
-        measurement makes); say so for each."""
-        left = []
-        for length, pop, what in state["mode_stacks"]:
-            try:
-                while length() > 0:
-                    pop()
-                    left.append(what)
-            except BaseException_:  # noqa: BLE001 - a mode that refuses to go: the case's data will show it
-                left.append(what)
-                break
-        return list_(dict_.fromkeys(left))
+    return restore
 
-    # --- running cells and cases ---------------------------------------------------------------
+
+# --- running cells and cases -----------------------------------------------------------------
+
+
+def _describer():
+    """`describe(error)`: how a cell's or a case's exception is reported."""
+    type_, str_, int_, float_, bool_, repr_ = type, str, int, float, bool, repr
+    type_name = type.__dict__["__name__"].__get__
+    exception_args = BaseException.__dict__["args"].__get__
 
     def describe(error):
         """One line about an exception, using nothing the exception's own code controls."""
@@ -447,6 +516,13 @@ def _machinery(report_fd: int):
         ]
         text = ", ".join(parts)
         return f"{name}: {text}"[:MESSAGE_CHARS] if text else name
+
+    return describe
+
+
+def _cell_runner(state, pristine, builtin_names, snapshot, restore, flag, send, describe):
+    """`run_cell(shell, cell)`: runs a lesson or answer cell; after an answer, puts back what it changed."""
+    sorted_, set_, BaseException_, builtins_module = sorted, set, BaseException, builtins
 
     def run_cell(shell, cell):
         answer = cell["kind"] == "answer"
@@ -470,6 +546,28 @@ def _machinery(report_fd: int):
                 flag(cell["id"], "replaces __builtins__")
                 namespace["__builtins__"] = builtins_module
         send({"event": "cell", "id": cell["id"], "ok": error is None, "error": describe(error)})
+
+    return run_cell
+
+
+def _case_server(state, builtin_names, snapshot, restore, flag, send, command, describe):
+    """`serve_cases(namespace)`: runs the grader's cases against `namespace` until it says to go on."""
+    exec_, compile_, encode_ = builtins.exec, builtins.compile, encode
+    str_, list_, dict_, BaseException_, builtins_module = str, list, dict, BaseException, builtins
+
+    def clear_modes():
+        """Leave no torch function or dispatch mode on (one an answer pushed would see every op a
+        measurement makes); say so for each."""
+        left = []
+        for length, pop, what in state["mode_stacks"]:
+            try:
+                while length() > 0:
+                    pop()
+                    left.append(what)
+            except BaseException_:  # noqa: BLE001 - a mode that refuses to go: the case's data will show it
+                left.append(what)
+                break
+        return list_(dict_.fromkeys(left))
 
     def run_case(namespace, code, question, result):
         """Run a case's code in a copy of `namespace`; the variable `result` as encoded plain data."""
@@ -519,53 +617,7 @@ def _machinery(report_fd: int):
                 }
             )
 
-    def main():
-        sys.addaudithook(audit)
-        job = command()
-        state["nonce"] = str_(job.get("nonce", ""))
-        for name in job.get("preload", []):  # what the tests measure with: loaded before any answer
-            try:
-                __import__(str_(name))
-            except BaseException_:  # noqa: BLE001 - a case that needs it will say so
-                pass
-        torch = modules.get("torch")
-        if torch is not None:
-            C = torch._C
-            state["mode_stacks"] = [
-                (C._len_torch_function_stack, C._pop_torch_function_stack, "leaves a torch function mode on"),
-                (C._len_torch_dispatch_stack, C._pop_torch_dispatch_stack, "leaves a torch dispatch mode on"),
-            ]
-        sys.stdin = open(os.devnull)  # answers that ask for input get an empty line, not the grader's pipe
-        from IPython.core.interactiveshell import InteractiveShell
-        from traitlets.config import Config
-
-        config = Config()
-        config.HistoryManager.enabled = False
-        config.InteractiveShell.colors = "nocolor"
-        shell = InteractiveShell.instance(config=config)
-        shell.user_ns["__builtins__"] = builtins_module
-        for warm_up in ("pass", "1 / 0"):  # IPython sets itself up on its first cells, not on the answers'
-            shell.run_cell(warm_up, store_history=False, silent=True)
-        state["shell_builtins"] = {name: shell.user_ns[name] for name in builtin_names & set_(shell.user_ns)}
-        state["pristine"] = snapshot()  # what every case starts from, whatever ran before it
-        run = shell.run_cell  # bound now: a learner's change to the class later changes nothing here
-        for cell in job["cells"]:
-            if cell["kind"] == "check":
-                send({"event": "tests", "question": cell["question"]})
-                serve_cases(shell.user_ns)
-            else:
-                run_cell(types.SimpleNamespace(run_cell=run, user_ns=shell.user_ns), cell)
-        send({"event": "cells-done"})
-        serve_cases(shell.user_ns)
-        for stream in (sys.__stdout__, sys.__stderr__):
-            try:
-                stream.flush()
-            except BaseException_:  # noqa: BLE001
-                pass
-        send({"event": "finished"})
-        exit_now(0)  # no atexit handlers: an answer may have registered some
-
-    return main
+    return serve_cases
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ what it recomputes, counted; lesson 6 traces its layer with it too):
 - `deep_stack` and `sweep_segments` measure memory and compute against the number of checkpointed
   segments k, to hold them against Chen et al. (2016): memory O(n/k + k), one extra forward pass.
 
-Its figures are in `checkpointing_figures`, beside it: this module imports no matplotlib.
+Its figures are in `figures` and the lines its cells print in `reports`, beside it: this module
+imports no matplotlib.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint_sequential
 from effitrain_lessons.shared import tracing
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.device import synchronize
-from effitrain_lessons.shared.i18n import _, format_number, phrase
+from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes
 
 aten = torch.ops.aten
@@ -158,6 +159,11 @@ def log_policy(policy: Callable) -> tuple[Callable, PolicyLog]:
 
 # ---------------------------------------------------------------------------------------------
 # Traced steps side by side
+
+CASE_LABELS = (N_("no checkpointing"), N_("keep B (selective)"), N_("my policy"))
+"""The names lesson 1's cells give their traced cases, marked for the catalog: `compare_traces` and
+`plot_checkpoint_graph` show a case's name through `_`, so these show in the lesson's language, and
+a name written as code ("checkpoint(abc, ...)") shows as it is."""
 
 
 def compare_traces(traces: Mapping[str, tracing.StepTrace], names: Sequence[str] = ("A", "B")) -> Table:

@@ -18,6 +18,7 @@ from matplotlib.patches import Circle, FancyArrowPatch, Patch
 from matplotlib.ticker import MaxNLocator
 
 from effitrain_lessons.first_principles.checkpointing import SegmentSweep, chen_flops_ratio, chen_memory
+from effitrain_lessons.first_principles.reports import batch_label
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import TrainingMemory, format_bytes
@@ -35,9 +36,10 @@ _NODES = {
 _EDGES = [("x", "A"), ("x", "B"), ("A", "C"), ("B", "C"), ("C", "loss")]
 
 
-def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str | None = None) -> Figure:
+def plot_memory_breakdown(breakdowns: Mapping[int | str, TrainingMemory], title: str | None = None) -> Figure:
     """Stacked bars, one per measured setting, of what training holds: parameters, gradients,
-    optimizer state and activations (the part checkpointing targets)."""
+    optimizer state and activations (the part checkpointing targets). A setting is a batch size
+    (an int, labelled "batch 8") or a label."""
     if not breakdowns:
         raise ValueError(
             _("plot_memory_breakdown needs at least one measured TrainingMemory, e.g. {'batch 8': ...}.")
@@ -60,7 +62,7 @@ def plot_memory_breakdown(breakdowns: Mapping[str, TrainingMemory], title: str |
                     color="white",
                 )
             left += mib
-    ax.set_yticks(range(len(labels)), [_(label) for label in labels])
+    ax.set_yticks(range(len(labels)), [batch_label(label) for label in labels])
     ax.invert_yaxis()
     ax.set_xlabel("MiB")
     ax.set_title(_(title) if title else _("What one training step holds in memory (measured)"))

@@ -155,7 +155,8 @@ def plot_local_sgd_sweep(
     spread between two data-parallel runs is in view. The loss axis starts at 0 and reaches the loss
     of a model that learned nothing (`nothing_learned`, drawn dotted) when given, so a difference of
     a few thousandths does not fill the panel; `tolerance` shades that far around the first data-
-    parallel run. `rows` are `distributed_runs.summary` dicts (k, megabytes, eval_loss)."""
+    parallel run. `rows` are `distributed_runs.summary` dicts (k, megabytes, eval_loss). Without a
+    `title`, the title says what the largest K saved and cost against the first data-parallel run."""
     if not rows:
         raise ValueError(_("plot_local_sgd_sweep needs at least one Local SGD row."))
     baselines = [baselines] if isinstance(baselines, Mapping) else list(baselines)
@@ -220,6 +221,16 @@ def plot_local_sgd_sweep(
         ax.minorticks_off()
         ax.set_xlabel("K (local_sgd_steps)")  # a symbol and a parameter's name: no words to translate
         ax.spines[["top", "right"]].set_visible(False)
+    if title is None:
+        largest = max(rows, key=lambda row: row["k"])
+        title = phrase(
+            "K = {k}: {ratio:.0f} times fewer bytes than data parallel, "
+            "validation loss {loss:.3f} against {ddp:.3f}",
+            k=largest["k"],
+            ratio=baselines[0]["megabytes"] / largest["megabytes"],
+            loss=largest["eval_loss"],
+            ddp=baselines[0]["eval_loss"],
+        )
     if title:
         fig.suptitle(_(title), fontsize=10)
     return finish(fig)
@@ -232,7 +243,8 @@ def plot_loss_against_bytes(
     (lesson 4's explore exercise): the price of communication, in loss. `rows` are
     `distributed_runs.summary` dicts; each point is labelled with its run (data-parallel runs
     numbered, as in the sweep's legend). The loss axis starts at 0 and reaches the loss of a model
-    that learned nothing (`nothing_learned`, dotted) when given."""
+    that learned nothing (`nothing_learned`, dotted) when given. Without a `title`, the title names
+    the largest K drawn."""
     if not rows:
         raise ValueError(_("plot_loss_against_bytes needs at least one run's summary."))
     fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
@@ -257,6 +269,9 @@ def plot_loss_against_bytes(
     ax.set_xlabel(_("MB all-reduced per process (log scale)"))
     ax.set_ylabel(_("final validation loss"))
     ax.spines[["top", "right"]].set_visible(False)
+    ks = [row["k"] for row in rows if row["k"] is not None]
+    if title is None and ks:
+        title = phrase("Validation loss against communication, K up to {k}", k=max(ks))
     if title:
         ax.set_title(_(title), fontsize=10)
     return finish(fig)
@@ -286,7 +301,8 @@ def plot_link_timings(timings, title: str | None = None) -> Figure:
     """Lesson 4's slow-link sweep, one panel per link: ms per step against K for Local SGD, measured
     (solid) and predicted by the latency + bytes / bandwidth model (dashed), with data parallel's
     measured (solid) and predicted (dotted) time as horizontal lines. The Ks where Local SGD was
-    measured faster are shaded. `timings` are `local_sgd.LinkTiming`s."""
+    measured faster are shaded. `timings` are `local_sgd.LinkTiming`s. Without a `title`, the title
+    says from which K Local SGD was measured faster on each link (one or two links)."""
     if not timings:
         raise ValueError(_("plot_link_timings needs at least one link's timing."))
     fig, axes = plt.subplots(1, len(timings), figsize=(8, 3.3), layout="constrained", squeeze=False)
@@ -321,6 +337,26 @@ def plot_link_timings(timings, title: str | None = None) -> Figure:
         ax.spines[["top", "right"]].set_visible(False)
     axes[0][0].set_ylabel(_("ms per step"))
     axes[0][-1].legend(fontsize=7, frameon=False, loc="lower left")
+    if title is None:
+        title = _crossovers(timings)
     if title:
         fig.suptitle(wrapped(_(title), 95), fontsize=10)
     return finish(fig)
+
+
+def _crossovers(timings) -> str:
+    """Where Local SGD became faster, in words, on one link or two; "" for more."""
+    said = [(timing.name, timing.describe_crossover()) for timing in timings]
+    if len(said) == 1:
+        return phrase(
+            "Local SGD becomes faster than data parallel {a} on link {first}", a=said[0][1], first=said[0][0]
+        )
+    if len(said) == 2:
+        return phrase(
+            "Local SGD becomes faster than data parallel {a} on link {first}, {b} on link {second}",
+            a=said[0][1],
+            first=said[0][0],
+            b=said[1][1],
+            second=said[1][0],
+        )
+    return ""

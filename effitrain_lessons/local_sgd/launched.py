@@ -11,6 +11,7 @@ starts at a few MB each, where its training module takes hundreds of MB a proces
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from effitrain_lessons.shared.i18n import phrase
 
@@ -34,6 +35,32 @@ def who_am_i(environment: dict[str, str] | None = None) -> str:
         mark=MARK,
         address=environment.get("MASTER_ADDR", "?"),
     )
+
+
+@dataclass(frozen=True)
+class Started:
+    """What one launch command started: the lines its processes printed (one per process), and how
+    it ended. `print(started)` says it, in the language in use."""
+
+    command: str
+    lines: tuple[str, ...]
+    exit_code: int
+
+    def __str__(self) -> str:
+        head = phrase(
+            "$ {command}: {n} process(es), exit code {code}",
+            command=self.command,
+            n=len(self.lines),
+            code=self.exit_code,
+        )
+        return "\n".join([head, *[f"    {line}" for line in self.lines]])
+
+
+def processes_started(command: str, finished) -> Started:
+    """The processes a launch `command` started, from its finished `subprocess.run(...,
+    capture_output=True, text=True)` of this module: the lines with `MARK`, one per process."""
+    lines = sorted(line for line in finished.stdout.splitlines() if MARK in line)
+    return Started(command, tuple(lines), finished.returncode)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,10 @@ a `# @save` cell (built into `effitrain_lessons/local_sgd/saved.py`). The lesson
 num_processes=2)` forks real worker processes from a notebook (gloo on the CPU), runs that loop for
 every configuration in them one after the other, and returns what each process measured: its rank
 and `distributed_type`, the losses, and every all-reduce it made, counted by instrumentation around
-the loop rather than by formula or by lines in it. This module adds what is lesson 4's own: the
-results table, where the processes' parameters agreed step by step, and `run_custom_loop`, which
-counts the communication of the learner's own Accelerate loop in the exercise. Its figures are in
-`local_sgd_figures`.
+the loop rather than by formula or by lines in it. This module adds what is lesson 4's own: its
+runs' configuration (`LocalSGDConfig`), a run's row (`summary`), the slow-link timings and their
+model, and `run_custom_loop`, which counts the communication of the learner's own Accelerate loop in
+the exercise. What the lesson prints of its runs is in `reports`, what it draws in `figures`.
 
 The same loop runs as a module under a launcher on many GPUs and machines:
 
@@ -28,15 +28,7 @@ import torch
 
 from effitrain_lessons.shared import distributed_runs, processes
 from effitrain_lessons.shared.arguments import command_line, whole_numbers
-from effitrain_lessons.shared.i18n import _, format_number, phrase
-from effitrain_lessons.shared.tables import Table
-
-
-def agreement(reports: list[distributed_runs.ProcessReport], steps: int | None = None) -> str:
-    """One character per step: '=' where every process held bit-identical parameters after the
-    step, '.' where they differed."""
-    fingerprints = [report.fingerprints[:steps] for report in reports]
-    return "".join("=" if len(set(step)) == 1 else "." for step in zip(*fingerprints))
+from effitrain_lessons.shared.i18n import _, phrase
 
 
 def nothing_learned_loss() -> float:
@@ -88,6 +80,23 @@ class LocalSGDConfig(distributed_runs.RunConfig):
         super().check()
 
 
+def configured(reports: list[distributed_runs.ProcessReport], **fields) -> bool:
+    """Whether the run of `reports` was configured with these `fields` (`mode="ddp"`, `k=8`, ...)."""
+    config = distributed_runs.config_of(reports[0])
+    return all(getattr(config, name, None) == value for name, value in fields.items())
+
+
+def pick(
+    runs: Sequence[list[distributed_runs.ProcessReport]], **fields
+) -> list[distributed_runs.ProcessReport]:
+    """The first of `runs` (as a launch returns them) configured with these `fields`:
+    `pick(runs, mode="local_sgd", k=8, accumulation=1)`."""
+    for reports in runs:
+        if configured(reports, **fields):
+            return reports
+    raise ValueError(phrase("No run has {fields}.", fields=fields))
+
+
 def summary(reports: list[distributed_runs.ProcessReport]) -> dict:
     """One row of the lesson's results table from the reports of one run (all processes): the shared
     `distributed_runs.summary`, with the run's K (None for data parallel)."""
@@ -95,58 +104,6 @@ def summary(reports: list[distributed_runs.ProcessReport]) -> dict:
     config = distributed_runs.config_of(reports[0])
     k = config.k if getattr(config, "mode", "ddp") == "local_sgd" else None
     return {"run": row.pop("run"), "k": k, **row}
-
-
-def _yes_no(answer: bool) -> str:
-    return _("yes") if answer else _("NO")  # NO in capitals: the answer that needs looking into
-
-
-def results(runs: list[list[distributed_runs.ProcessReport]]) -> Table:
-    """Lesson 4's results table: one row per run, as counted in process 0."""
-    rows = []
-    for reports in runs:
-        row = summary(reports)
-        rows.append(
-            [
-                row["run"],
-                row["steps"],
-                row["synchronizations"],
-                row["expected"],
-                row["allreduce_calls"],
-                format_number(row["megabytes"], ".2f"),
-                row["gradient_allreduces"],
-                format_number(row["eval_loss"], ".4f"),
-                format_number(row["eval_accuracy"], ".3f"),
-                format_number(row["ms_per_step"], ".1f"),
-                _yes_no(row["same_in_every_process"]),
-                _yes_no(row["equal_at_end"]),
-            ]
-        )
-    return Table(
-        [
-            "run",
-            "steps",
-            "synchronizations",
-            "rule",
-            "all-reduce calls",
-            "MB sent",
-            "gradient all-reduces",
-            "validation loss",
-            "validation accuracy",
-            "ms per step",
-            "same counts in every process",
-            "identical parameters at the end",
-        ],
-        rows,
-        notes=[
-            _(
-                "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps "
-                "for data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB "
-                "sent: all-reduced by process 0. ms per step: from the first step's start to the last "
-                "one's, in the slowest process; the set-up and the average on exit are left out."
-            )
-        ],
-    )
 
 
 def link_sweep(
@@ -268,42 +225,6 @@ def link_timings(
             LinkTiming(name, link, data_parallel, local, per_average / gain if gain > 0 else math.inf)
         )
     return timings
-
-
-def link_table(timings: Sequence[LinkTiming]) -> Table:
-    """Lesson 4's slow-link table: per link, ms per step measured (and the model's), and the crossover."""
-    ks = sorted(timings[0].local_sgd)
-
-    def both(pair: tuple[float, float]) -> str:
-        return f"{format_number(pair[0], '.1f')} ({format_number(pair[1], '.1f')})"
-
-    return Table(
-        [
-            "link",
-            "data parallel",
-            *[phrase("Local SGD, K={k}", k=k) for k in ks],
-            "Local SGD faster from",
-            "model: from K =",
-        ],
-        [
-            [
-                f"{timing.name}: {timing.link.describe()}",
-                both(timing.data_parallel),
-                *[both(timing.local_sgd[k]) for k in ks],
-                timing.describe_crossover(),
-                format_number(timing.model_crossover, ".1f")
-                if math.isfinite(timing.model_crossover)
-                else "∞",
-            ]
-            for timing in timings
-        ],
-        notes=[
-            _(
-                "ms per step measured in process 0, in brackets the model's: the time on this machine's "
-                "own link plus latency + bytes / bandwidth for every collective call, none hidden."
-            )
-        ],
-    )
 
 
 def run_custom_loop(

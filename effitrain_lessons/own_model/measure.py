@@ -5,7 +5,7 @@ The lesson writes the model and every way of checkpointing it in its cells (`che
 that send tensors to disk). This module only feeds and measures them, with the course's own
 primitives: `tracing.trace_step` (lesson 1's tracer) counts what a step keeps for the backward
 pass and its FLOPs, recomputation included; `memory.record_saved_tensors` sees what a pack hook
-receives.
+receives. Each result prints itself in the lesson's language, so a cell ends with the result.
 
 The peak of a step: on CUDA, `torch.cuda.max_memory_allocated` above what was allocated before.
 A CPU has no such counter in PyTorch, so `peak_bytes` counts what the allocator is asked for: every
@@ -29,12 +29,28 @@ from torch.utils._pytree import tree_flatten
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.data import load_mrpc, load_tokenizer
 from effitrain_lessons.shared.device import synchronize
-from effitrain_lessons.shared.i18n import _, format_number, phrase
+from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import SavedTensorLog, storage_key
 from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes, format_flops
 from effitrain_lessons.shared.tracing import trace_step
 
 WRAPPED = "_checkpoint_wrapped_module."  # what checkpoint_wrapper adds to a parameter's name
+
+# The labels lesson 7's cells give the choices and offloads they measure (English; the tables, the
+# figure and the reports show them translated).
+CHOICE_LABELS = (
+    N_("no checkpointing"),
+    N_("1. checkpoint() in forward"),
+    N_("2. apply_activation_checkpointing"),
+    N_("3a. recompute the attention core"),
+    N_("3b. keep the matrix products"),
+    N_("every block"),
+    N_("every other block"),
+    N_("the first half"),
+    N_("only the attention"),
+    N_("no offload"),
+    N_("to disk (saved-tensor hooks)"),
+)
 
 # ---------------------------------------------------------------------------------------------
 # The data: the course's sentences as one stream of tokens, cut into windows
@@ -196,18 +212,61 @@ def measure_choices(
     )
 
 
+@dataclass(frozen=True)
+class BlockSavings:
+    """What checkpointing one block frees, that times the number of blocks, and what checkpointing
+    every block frees: with equal blocks the savings add up. And a block's input, which each
+    checkpointed block keeps."""
+
+    one_block: int  # bytes no longer kept when one block is checkpointed
+    blocks: int
+    every_block: int  # bytes no longer kept when every block is
+    block_input: int
+
+    def __str__(self) -> str:
+        return "\n".join(
+            [
+                phrase(
+                    "one block frees {one:,} bytes; {blocks} times that is {times:,}; "
+                    "every block frees {every:,}",
+                    one=self.one_block,
+                    blocks=self.blocks,
+                    times=self.blocks * self.one_block,
+                    every=self.every_block,
+                ),
+                phrase("a block's input: {size}", size=format_bytes(self.block_input)),
+            ]
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # What a pack hook receives
 
 
-def packed_bytes(log: SavedTensorLog) -> dict[str, int]:
+@dataclass(frozen=True)
+class PackedBytes:
+    """The bytes a pack hook is handed in one forward pass: of activations, and of the model's own
+    parameters."""
+
+    activations: int
+    parameters: int
+
+    def __str__(self) -> str:
+        return phrase(
+            "a pack hook is handed {activations} of activations and {parameters} of parameters",
+            activations=format_bytes(self.activations),
+            parameters=format_bytes(self.parameters),
+        )
+
+
+def packed_bytes(log: SavedTensorLog) -> PackedBytes:
     """The bytes a pack hook is handed in one forward pass, once per call (what `save_on_cpu` copies):
     of activations, and of the model's own parameters, which are in memory anyway."""
     sizes = {"activations": 0, "parameters": 0}
     for entry in log.entries:
         nbytes = math.prod(entry.shape) * torch.empty((), dtype=entry.dtype).element_size()
         sizes["parameters" if entry.is_model_state else "activations"] += nbytes
-    return sizes
+    return PackedBytes(**sizes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,6 +318,91 @@ def peak_bytes(
     with _LiveStorages(held) as counter:
         step()
     return counter.peak
+
+
+# ---------------------------------------------------------------------------------------------
+# Offload, and the state a step adds to its peak
+
+
+@dataclass(frozen=True)
+class OffloadRun:
+    """One training step with saved tensors sent somewhere (or kept), measured."""
+
+    label: str  # English, shown translated
+    peak: int  # the most the step holds at once beyond the parameters (`peak_bytes`)
+    seconds: float  # the fastest timed step
+    same_gradients: bool  # bit for bit the gradients of the first offload measured
+
+
+@dataclass(frozen=True)
+class OffloadReport:
+    """Each offload's peak, step time and gradients, one line each."""
+
+    runs: list[OffloadRun]
+
+    def __str__(self) -> str:
+        return "\n".join(
+            phrase(
+                "{label}: peak {peak}, step {ms:.0f} ms, the same gradients: {same}",
+                label=_(run.label),
+                peak=format_bytes(run.peak),
+                ms=run.seconds * 1e3,
+                same=_("yes") if run.same_gradients else _("no"),
+            )
+            for run in self.runs
+        )
+
+
+def measure_offloads(
+    step: Callable[[object], object],
+    offloads: Mapping[str, object],
+    model: torch.nn.Module,
+    device: torch.device | str = "cpu",
+    rounds: int = 3,
+) -> OffloadReport:
+    """For each offload of `offloads` (label -> what `step` takes: the lesson gives a function that
+    returns the hooks' context manager, or None for none), `step(offload)` runs one training step of
+    `model`: its peak (`peak_bytes`, the parameters not counted), whether its gradients equal the first
+    offload's bit for bit, and its fastest of `rounds` timed steps. The model's gradients are reset
+    at the end. Used by lesson 7."""
+    whole_numbers(rounds=rounds)
+    device = torch.device(device)
+    runs, first = [], None
+    for label, offload in offloads.items():
+        peak = peak_bytes(lambda offload=offload: step(offload), device, held=model.parameters())
+        gradients = [p.grad.clone() for p in model.parameters()]
+        first = first or gradients
+        fastest = math.inf
+        for _round in range(rounds):
+            synchronize(device)
+            start = time.perf_counter()
+            step(offload)
+            synchronize(device)
+            fastest = min(fastest, time.perf_counter() - start)
+        same = len(gradients) == len(first) and all(torch.equal(a, b) for a, b in zip(gradients, first))
+        runs.append(OffloadRun(label, peak, fastest, same))
+    model.zero_grad(set_to_none=True)
+    return OffloadReport(runs)
+
+
+@dataclass(frozen=True)
+class ParameterState:
+    """What a model's parameters take, and what their gradients and AdamW's two moments add."""
+
+    parameter_bytes: int
+
+    def __str__(self) -> str:
+        return phrase(
+            "the parameters: {size}; their gradients: {size} more; AdamW's two moments: {twice}",
+            size=format_bytes(self.parameter_bytes),
+            twice=format_bytes(2 * self.parameter_bytes),
+        )
+
+
+def parameter_state(model: torch.nn.Module) -> ParameterState:
+    """The bytes of `model`'s parameters, against their gradients and AdamW's moments. Used by
+    lesson 7."""
+    return ParameterState(sum(p.numel() * p.element_size() for p in model.parameters()))
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,8 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
     needs, line by line (parameters, master weights, gradients, optimizer state, activations, the
     recomputed layer, the allowance; gid "memory-line"), in GiB, each bar's total at its end, in red
     where it passes `gpu`'s memory (a preset such as "T4", or a size), drawn as a dashed line (gid
-    "gpu-memory"). `labels` name the bars (default: each estimate's setup). Used by lesson 6 and
+    "gpu-memory"). `labels` name the bars (default: each estimate's setup). The title is `title`, or
+    for one estimate against a GPU whether it fits ("gpt2 on T4: fits"). Used by lesson 6 and
     `plan_explorer`."""
     estimates = list(estimates)
     if not estimates:
@@ -54,6 +55,15 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
             )
         )
     limit = None if gpu is None else plan.memory_of(gpu)
+    presets = {name.lower(): name for name in plan.GPUS}
+    gpu_name = None if limit is None else presets.get(str(gpu).lower(), format_bytes(limit))
+    if title is None and limit is not None and len(estimates) == 1:
+        title = phrase(
+            "{model} on {gpu}: {said}",
+            model=estimates[0].model.name,
+            gpu=gpu_name,
+            said=_("fits") if estimates[0].total <= limit else _("does not fit"),
+        )
     gib = 2**30
     longest = max([e.total for e in estimates] + [limit or 0]) / gib
     fig, ax = plt.subplots(figsize=(8, 1.6 + 0.55 * len(estimates)), layout="constrained")
@@ -85,13 +95,11 @@ def plot_memory_estimates(estimates, labels=None, gpu=None, title: str | None = 
             bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
         )
     if limit is not None:
-        presets = {name.lower(): name for name in plan.GPUS}
-        name = presets.get(str(gpu).lower(), format_bytes(limit))
         ax.axvline(limit / gib, color="#333333", ls="--", lw=1.2, gid="gpu-memory")
         ax.text(
             limit / gib,
             -0.62,
-            phrase("{gpu}: {memory}", gpu=name, memory=format_bytes(limit)),
+            phrase("{gpu}: {memory}", gpu=gpu_name, memory=format_bytes(limit)),
             ha="center",
             va="center",
             fontsize=9,

@@ -43,7 +43,7 @@ from transformers import BertConfig
 from transformers.models.bert.modeling_bert import BertLayer
 
 from effitrain_lessons.shared.arguments import whole_numbers
-from effitrain_lessons.shared.i18n import _, format_number, phrase
+from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import (
     count_step,
     format_bytes,
@@ -53,6 +53,10 @@ from effitrain_lessons.shared.memory import (
 )
 from effitrain_lessons.shared.tables import ShowsAsTable, Table
 from effitrain_lessons.shared.tracing import op_name, trace_step
+
+# The labels lesson 6's cells give the steps they measure (English; `RecomputePoint.name` shows them
+# translated).
+STEP_LABELS = (N_("no checkpointing"), N_("recompute the attention core"), N_("keep the matrix products"))
 
 BUDGETS = (0.0, 0.25, 0.75, 1.0)
 """The budgets `memory_budget_sweep` compiles by default. Each compile takes about 2 s on a 2-core CPU
@@ -492,6 +496,20 @@ class RecomputeCurve(ShowsAsTable):
             key=lambda p: (p.saved_bytes, getattr(p, cost)),
         )
 
+    def same_gradients(self, atol: float = 1e-5) -> bool | None:
+        """Whether every eager point's gradients match the baseline's (within `atol`: recomputation
+        may add in another order); None when the points carry no gradients to compare. Compiled
+        points are left out: a redrawn dropout changes their gradients (`redraws_random`)."""
+        base = self.baseline.gradients
+        others = [p for p in self.points[1:] if not p.compiled and p.gradients]
+        if not base or not others:
+            return None
+        return all(
+            set(p.gradients) == set(base)
+            and all(torch.allclose(p.gradients[name], base[name], atol=atol) for name in base)
+            for p in others
+        )
+
     def table(self) -> Table:
         base = self.baseline
         rows = []
@@ -519,6 +537,14 @@ class RecomputeCurve(ShowsAsTable):
             ),
             phrase("time: a plain step (the fastest of a few), relative to {label}", label=base.name()),
         ]
+        same = self.same_gradients()
+        if same is not None and not any(p.compiled for p in self.points):
+            notes.insert(
+                0,
+                phrase(
+                    "the same gradients as without checkpointing: {same}", same=_("yes") if same else _("no")
+                ),
+            )
         if any(p.compiled for p in self.points):
             notes.append(
                 _(

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle
 
-from effitrain_lessons.shared.i18n import _, format_number
+from effitrain_lessons.shared.i18n import _, format_number, phrase
 from effitrain_lessons.shared.memory import StepReport, format_bytes
 from effitrain_lessons.shared.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish
 
@@ -42,7 +42,9 @@ def plot_trainer_vs_accelerator() -> Figure:
 
 def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Figure:
     """Two bar panels from two measured `memory.StepReport`s of one micro-batch: saved activation
-    bytes, and time and FLOPs relative to the plain step. Lesson 2 (from `StepMeter.step_report()`)."""
+    bytes, and time and FLOPs relative to the plain step. Lesson 2 (from `StepMeter.step_report()`).
+    Without a `title`, the figure's title says what was measured: the share of the activations kept,
+    for how many times the FLOPs."""
     if not (isinstance(plain, StepReport) and isinstance(checkpointed, StepReport)):
         raise TypeError(
             _("plot_checkpointing_cost needs two StepReports (for example trainer.step_report()).")
@@ -78,6 +80,12 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
     for ax in (memory_ax, cost_ax):
         ax.set_xlabel(_("checkpointing"))
         ax.spines[["top", "right"]].set_visible(False)
+    if title is None:
+        title = phrase(
+            "Checkpointing keeps {kept:.0%} of the activations for {flops:.2f}x the FLOPs",
+            kept=ratio.saved_bytes,
+            flops=ratio.flops,
+        )
     if title:
         fig.suptitle(_(title), fontsize=11)
     return finish(fig)

@@ -1,0 +1,336 @@
+"""Lesson 4's results in words: what its runs counted and timed, said in the lesson's language.
+
+The lesson's cells write the loop, choose the runs and launch them (`notebook_launcher`, `launch`);
+the tables, comparisons and figure labels of what those runs measured are written here. Every
+function takes runs as a launch returns them (a run: one `ProcessReport` per process, process 0
+first), reads each run's configuration from its reports (`config_of`), and returns a `Table`, a
+result that prints itself (`print(result)`) in the language in use, or a figure's labelled data.
+Nothing here runs a loop.
+
+Used by lesson 4, sections 3 to 6, in that order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from effitrain_lessons.local_sgd.runs import (
+    LinkTiming,
+    configured,
+    nothing_learned_loss,
+    pick,
+    predicted_ms_per_step,
+    summary,
+)
+from effitrain_lessons.shared.distributed_runs import ProcessReport, config_of
+from effitrain_lessons.shared.i18n import _, format_number, phrase
+from effitrain_lessons.shared.tables import Table
+
+Run = list[ProcessReport]  # one run: a report per process, process 0 first
+
+
+class Lines:
+    """A result shown as a few lines of text: `print(result)`, or the last line of a cell. The lines
+    are written when shown, so they are in the language in use then."""
+
+    def lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+# Section 3: communication, counted ------------------------------------------------------------
+
+
+def _yes_no(answer: bool) -> str:
+    return _("yes") if answer else _("NO")  # NO in capitals: the answer that needs looking into
+
+
+def results(runs: Sequence[Run]) -> Table:
+    """Lesson 4's results table: one row per run, as counted in process 0."""
+    rows = []
+    for reports in runs:
+        row = summary(reports)
+        rows.append(
+            [
+                row["run"],
+                row["steps"],
+                row["synchronizations"],
+                row["expected"],
+                row["allreduce_calls"],
+                format_number(row["megabytes"], ".2f"),
+                row["gradient_allreduces"],
+                format_number(row["eval_loss"], ".4f"),
+                format_number(row["eval_accuracy"], ".3f"),
+                format_number(row["ms_per_step"], ".1f"),
+                _yes_no(row["same_in_every_process"]),
+                _yes_no(row["equal_at_end"]),
+            ]
+        )
+    return Table(
+        [
+            "run",
+            "steps",
+            "synchronizations",
+            "rule",
+            "all-reduce calls",
+            "MB sent",
+            "gradient all-reduces",
+            "validation loss",
+            "validation accuracy",
+            "ms per step",
+            "same counts in every process",
+            "identical parameters at the end",
+        ],
+        rows,
+        notes=[
+            _(
+                "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps "
+                "for data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB "
+                "sent: all-reduced by process 0. ms per step: from the first step's start to the last "
+                "one's, in the slowest process; the set-up and the average on exit are left out."
+            )
+        ],
+    )
+
+
+def per_synchronization(runs: Sequence[Run]) -> Table:
+    """K = 1 against data parallel, per synchronization: the MB sent and the all-reduce calls, and
+    the time per step. The first run of each in `runs`, without accumulation."""
+    pair = [
+        summary(pick(runs, mode="local_sgd", k=1, accumulation=1)),
+        summary(pick(runs, mode="ddp", accumulation=1)),
+    ]
+
+    def each(key: str, spec: str) -> list[str]:
+        return [format_number(row[key] / row["synchronizations"], spec) for row in pair]
+
+    return Table(
+        ["per synchronization", "K = 1", "data parallel"],
+        [
+            [_("MB"), *each("megabytes", ".3f")],
+            [_("all-reduce calls"), *each("allreduce_calls", ".0f")],
+            [_("ms per step"), *[format_number(row["ms_per_step"], ".0f") for row in pair]],
+        ],
+    )
+
+
+def agreement(reports: Run, steps: int | None = None) -> str:
+    """One character per step: '=' where every process held bit-identical parameters after the
+    step, '.' where they differed."""
+    fingerprints = [report.fingerprints[:steps] for report in reports]
+    return "".join("=" if len(set(step)) == 1 else "." for step in zip(*fingerprints))
+
+
+@dataclass(frozen=True, repr=False)
+class Agreement(Lines):
+    """Each run's `agreement`, after its run's label."""
+
+    strips: dict[str, str]  # the run's label -> its agreement
+
+    def lines(self) -> list[str]:
+        width = max(len(label) for label in self.strips) + 1
+        return [f"{label + ':':{width}} {strip}" for label, strip in self.strips.items()]
+
+
+def agreement_by_run(runs: Sequence[Run], steps: int | None = None) -> Agreement:
+    """Where the processes of each run agreed over its first `steps` steps, labelled with the run."""
+    return Agreement({config_of(run[0]).label: agreement(run, steps) for run in runs})
+
+
+def sync_steps(runs: Sequence[Run], megabytes: bool = False) -> dict[str, list[int]]:
+    """The steps after which process 0 of each run synchronized, by the run's label (with the MB it
+    all-reduced, when `megabytes`): what `plot_sync_timeline` draws."""
+    drawn = {}
+    for run in runs:
+        label = config_of(run[0]).label
+        if megabytes:
+            label = phrase("{run}: {mb:.1f} MB", run=label, mb=run[0].allreduce_bytes / 1e6)
+        drawn[label] = run[0].sync_steps
+    return drawn
+
+
+# Section 4: what fewer synchronizations cost ----------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class LossesCompared(Lines):
+    """The final validation loss of Local SGD at one K against two data-parallel runs (two seeds),
+    and the loss of a model that learned nothing."""
+
+    k: int
+    local: float
+    data_parallel: float
+    other_seed: float
+    nothing_learned: float
+
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "validation loss: data parallel {ddp:.4f} (another seed: {other_order:.4f}), "
+                "Local SGD K={k} {local:.4f}",
+                ddp=self.data_parallel,
+                other_order=self.other_seed,
+                k=self.k,
+                local=self.local,
+            ),
+            phrase(
+                "K={k} vs data parallel: {gap:.4f}; two data-parallel runs differ by {spread:.4f}",
+                k=self.k,
+                gap=abs(self.local - self.data_parallel),
+                spread=abs(self.data_parallel - self.other_seed),
+            ),
+            phrase(
+                "a model that learned nothing (it predicts the labels' frequencies): {loss:.2f}",
+                loss=self.nothing_learned,
+            ),
+        ]
+
+
+def losses_compared(runs: Sequence[Run], k: int = 8) -> LossesCompared:
+    """The first Local SGD run at `k` in `runs` against the first two data-parallel runs (two
+    seeds), all without accumulation, in process 0's validation loss."""
+    data_parallel = [run for run in runs if configured(run, mode="ddp", accumulation=1)][:2]
+    if len(data_parallel) < 2:
+        raise ValueError(_("losses_compared needs two data-parallel runs (two seeds) to compare with."))
+    local = pick(runs, mode="local_sgd", k=k, accumulation=1)
+    return LossesCompared(
+        k,
+        local[0].eval_loss,
+        data_parallel[0][0].eval_loss,
+        data_parallel[1][0].eval_loss,
+        nothing_learned_loss(),
+    )
+
+
+# Section 5: a slow link -------------------------------------------------------------------------
+
+
+def link_table(timings: Sequence[LinkTiming]) -> Table:
+    """Lesson 4's slow-link table: per link, ms per step measured (and the model's), and the crossover."""
+    ks = sorted(timings[0].local_sgd)
+
+    def both(pair: tuple[float, float]) -> str:
+        return f"{format_number(pair[0], '.1f')} ({format_number(pair[1], '.1f')})"
+
+    return Table(
+        [
+            "link",
+            "data parallel",
+            *[phrase("Local SGD, K={k}", k=k) for k in ks],
+            "Local SGD faster from",
+            "model: from K =",
+        ],
+        [
+            [
+                f"{timing.name}: {timing.link.describe()}",
+                both(timing.data_parallel),
+                *[both(timing.local_sgd[k]) for k in ks],
+                timing.describe_crossover(),
+                format_number(timing.model_crossover, ".1f")
+                if math.isfinite(timing.model_crossover)
+                else "∞",
+            ]
+            for timing in timings
+        ],
+        notes=[
+            _(
+                "ms per step measured in process 0, in brackets the model's: the time on this machine's "
+                "own link plus latency + bytes / bandwidth for every collective call, none hidden."
+            )
+        ],
+    )
+
+
+@dataclass(frozen=True, repr=False)
+class SmallBuckets(Lines):
+    """Data parallel in small buckets on a slow link: its time per step, measured and predicted with
+    nothing hidden, against one bucket; and how much of the link's time the backward pass hid."""
+
+    link: str  # the link's name
+    buckets: float  # gradient buckets a step
+    measured: float  # ms per step in small buckets, on the link
+    predicted: float  # the model's, nothing hidden
+    one_bucket: float  # ms per step measured in one bucket, on the same link
+    own_link: float  # ms per step in small buckets, on this machine's own link
+
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "data parallel in {buckets:.0f} buckets a step, link {link}: {measured:.1f} ms per step, "
+                "{predicted:.1f} predicted with nothing hidden; one bucket: {one:.1f} ms",
+                buckets=self.buckets,
+                link=self.link,
+                measured=self.measured,
+                predicted=self.predicted,
+                one=self.one_bucket,
+            ),
+            phrase(
+                "the backward pass hid {hidden:.1f} ms of the link's {link:.1f} ms a step",
+                hidden=self.predicted - self.measured,
+                link=self.predicted - self.own_link,
+            ),
+        ]
+
+
+def small_buckets(fast: ProcessReport, slow: ProcessReport, timing: LinkTiming) -> SmallBuckets:
+    """Data parallel in small buckets: process 0's report on this machine's own link (`fast`) and on
+    `timing`'s link (`slow`), against `timing`'s data parallel in one bucket."""
+    return SmallBuckets(
+        link=timing.name,
+        buckets=len(slow.gradient_allreduces) / len(slow.step_starts),
+        measured=slow.ms_per_step,
+        predicted=predicted_ms_per_step(fast, slow, timing.link),
+        one_bucket=timing.data_parallel[0],
+        own_link=fast.ms_per_step,
+    )
+
+
+# Section 6: gradient accumulation -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class Accumulated(Lines):
+    """A Local SGD run with gradient accumulation: its synchronizations against the rule, the steps
+    after which process 0 made them, and how many gradients it all-reduced."""
+
+    run: str
+    synchronizations: int
+    steps: int
+    k: int
+    sync_steps: list[int]
+    gradient_allreduces: int
+
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "{run}: {syncs} synchronizations (floor({steps} / {k}) + 1 = {expected}), "
+                "at steps {at} (-1: on exit); gradient all-reduces: {gradients}",
+                run=self.run,
+                syncs=self.synchronizations,
+                steps=self.steps,
+                k=self.k,
+                expected=self.steps // self.k + 1,
+                at=self.sync_steps,
+                gradients=self.gradient_allreduces,
+            )
+        ]
+
+
+def with_accumulation(run: Run) -> Accumulated:
+    """What process 0 of a Local SGD run with gradient accumulation counted."""
+    config, first = config_of(run[0]), run[0]
+    return Accumulated(
+        config.label,
+        first.synchronizations,
+        config.steps,
+        config.k,
+        first.sync_steps,
+        len(first.gradient_allreduces),
+    )
