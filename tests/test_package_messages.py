@@ -40,6 +40,11 @@ MODULES = tuple(
         "shared/arguments",
         "will_it_fit/plan",
         "will_it_fit/recompute",
+        "first_principles/reports",
+        "with_trainer/reports",
+        "with_accelerator/reports",
+        "local_sgd/reports",
+        "diloco/reports",
     )
 )
 

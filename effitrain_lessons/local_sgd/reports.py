@@ -26,23 +26,9 @@ from effitrain_lessons.local_sgd.runs import (
 )
 from effitrain_lessons.shared.distributed_runs import ProcessReport, config_of
 from effitrain_lessons.shared.i18n import _, format_number, phrase
-from effitrain_lessons.shared.tables import Table
+from effitrain_lessons.shared.tables import ShowsAsLines, Table
 
 Run = list[ProcessReport]  # one run: a report per process, process 0 first
-
-
-class Lines:
-    """A result shown as a few lines of text: `print(result)`, or the last line of a cell. The lines
-    are written when shown, so they are in the language in use then."""
-
-    def lines(self) -> list[str]:
-        raise NotImplementedError
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-    def __repr__(self) -> str:
-        return str(self)
 
 
 # Section 3: communication, counted ------------------------------------------------------------
@@ -129,7 +115,7 @@ def agreement(reports: Run, steps: int | None = None) -> str:
 
 
 @dataclass(frozen=True, repr=False)
-class Agreement(Lines):
+class Agreement(ShowsAsLines):
     """Each run's `agreement`, after its run's label."""
 
     strips: dict[str, str]  # the run's label -> its agreement
@@ -160,7 +146,7 @@ def sync_steps(runs: Sequence[Run], megabytes: bool = False) -> dict[str, list[i
 
 
 @dataclass(frozen=True, repr=False)
-class LossesCompared(Lines):
+class LossesCompared(ShowsAsLines):
     """The final validation loss of Local SGD at one K against two data-parallel runs (two seeds),
     and the loss of a model that learned nothing."""
 
@@ -249,7 +235,7 @@ def link_table(timings: Sequence[LinkTiming]) -> Table:
 
 
 @dataclass(frozen=True, repr=False)
-class SmallBuckets(Lines):
+class SmallBuckets(ShowsAsLines):
     """Data parallel in small buckets on a slow link: its time per step, measured and predicted with
     nothing hidden, against one bucket; and how much of the link's time the backward pass hid."""
 
@@ -296,7 +282,7 @@ def small_buckets(fast: ProcessReport, slow: ProcessReport, timing: LinkTiming) 
 
 
 @dataclass(frozen=True, repr=False)
-class Accumulated(Lines):
+class Accumulated(ShowsAsLines):
     """A Local SGD run with gradient accumulation: its synchronizations against the rule, the steps
     after which process 0 made them, and how many gradients it all-reduced."""
 

@@ -97,6 +97,20 @@ class ShowsAsTable:
         return self.table()._repr_html_()
 
 
+class ShowsAsLines:
+    """A result shown as a few lines of text: `print(result)`, or the last line of a cell. Subclasses
+    define `lines()`; the lines are written when shown, so they are in the language in use then."""
+
+    def lines(self) -> list[str]:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def format_bytes(n: float) -> str:
     """1536 -> '1.50 KiB' ('1,50 KiB' in Turkish): bytes in the largest binary unit that keeps the
     number >= 1."""

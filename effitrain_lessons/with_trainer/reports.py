@@ -19,22 +19,7 @@ import numpy as np
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import StepReport, format_bytes
 from effitrain_lessons.shared.metrics import majority_baseline
-from effitrain_lessons.shared.tables import Table
-
-
-class Lines:
-    """A result shown as a few lines of text: `print(result)`, or the last line of a cell. The lines
-    are written when shown, so they are in the language in use then."""
-
-    def lines(self) -> list[str]:
-        raise NotImplementedError
-
-    def __str__(self) -> str:
-        return "\n".join(self.lines())
-
-    def __repr__(self) -> str:
-        return str(self)
-
+from effitrain_lessons.shared.tables import ShowsAsLines, Table
 
 # Section 2 ------------------------------------------------------------------------------------
 
@@ -49,7 +34,7 @@ FIXES = {
 
 
 @dataclass(frozen=True, repr=False)
-class Refusal(Lines):
+class Refusal(ShowsAsLines):
     """A `TypeError` transformers raised, and the fix where the lesson knows it."""
 
     error: TypeError
@@ -66,7 +51,7 @@ def explain_refusal(error: TypeError) -> Refusal:
 
 
 @dataclass(frozen=True, repr=False)
-class RenamedArgument(Lines):
+class RenamedArgument(ShowsAsLines):
     """The slide's `gradient_checkpointing=True` against today's `activation_checkpointing=True`:
     the warnings each raised while `TrainingArguments` was built, and whether each turns it on."""
 
@@ -100,7 +85,7 @@ def compare_argument_names(slide_args, slide_warnings, today_args, today_warning
 
 
 @dataclass(frozen=True, repr=False)
-class CheckpointingSeen(Lines):
+class CheckpointingSeen(ShowsAsLines):
     """Whether the model checkpointed before `train()`, after it, and during it (as `StepMeter`
     measured); a state not given is not shown."""
 
@@ -127,7 +112,7 @@ def checkpointing_seen(
 
 
 @dataclass(frozen=True, repr=False)
-class AgainstBaseline(Lines):
+class AgainstBaseline(ShowsAsLines):
     """The fine-tuned model's validation accuracy and F1 against the majority baseline and the slide."""
 
     accuracy: float
@@ -158,7 +143,7 @@ METRICS = ("eval_loss", "eval_accuracy", "eval_f1")
 
 
 @dataclass(frozen=True, repr=False)
-class TrainingsCompared(Lines):
+class TrainingsCompared(ShowsAsLines):
     """The whole training with and without checkpointing: its time, and the metrics it ended with."""
 
     seconds: tuple[float, float]  # with, without
@@ -199,7 +184,7 @@ def compare_trainings(
 
 
 @dataclass(frozen=True, repr=False)
-class AccumulationCounted(Lines):
+class AccumulationCounted(ShowsAsLines):
     """What `Trainer` did with gradient accumulation: the effective batch, the optimizer steps it took
     against the rule, and the rows `StepMeter` counted in each optimizer step."""
 
@@ -257,7 +242,7 @@ def accumulation_counted(trainer, meter) -> AccumulationCounted:
 
 
 @dataclass(frozen=True, repr=False)
-class KeptPerOptimizerStep(Lines):
+class KeptPerOptimizerStep(ShowsAsLines):
     """What one optimizer step keeps for backward: the whole batch at once, in micro-batches, and in
     checkpointed micro-batches, each against the whole batch."""
 
@@ -279,8 +264,9 @@ class KeptPerOptimizerStep(Lines):
                 self.micro_checkpointed,
             ),
         ]
+        width = max(40, *[len(label) for label, _saved in kept])
         return [
-            f"{label:40} {format_bytes(saved):>12}  ({format_number(saved / self.whole, '.0%')})"
+            f"{label:{width}} {format_bytes(saved):>12}  ({format_number(saved / self.whole, '.0%')})"
             for label, saved in kept
         ]
 
@@ -297,7 +283,7 @@ def kept_per_optimizer_step(
 
 
 @dataclass(frozen=True, repr=False)
-class PeakMemory(Lines):
+class PeakMemory(ShowsAsLines):
     """The GPU's peak memory over the whole training, with checkpointing and without (None off CUDA)."""
 
     checkpointed: int | None
