@@ -113,10 +113,9 @@ def test_the_benchmark_class_has_every_kind_of_submission(bench, tmp_path):
     from effitrain_lessons.course.lessons import lesson_names, load_lesson
 
     kinds = grading.make_class(tmp_path, learners=4)
-    assert (
-        sorted(set(kinds.values())) == sorted(grading.KINDS)
-        and len(kinds) == 4 * len(lesson_names()) == 4 * len(LESSONS)
-    )
+    assert sorted(set(kinds.values())) == sorted(grading.KINDS) and len(kinds) == 4 * len(
+        lesson_names()
+    ) == 4 * len(LESSONS)
     lesson = load_lesson("01_checkpointing_first_principles")
     solutions = {cell.id: cell.source for cell in lesson.cells if cell.answer_for}
 

@@ -256,3 +256,20 @@ def test_every_label_lesson_7_gives_its_choices_is_in_the_catalog():
             elif isinstance(node, ast.Tuple) and node.elts and isinstance(node.elts[0], ast.Constant):
                 labels.add(node.elts[0].value)
     assert len(labels) == 12 and labels - {"save_on_cpu"} <= set(own_model.CHOICE_LABELS)
+
+
+def test_the_reports_speak_turkish_with_turkish_numbers(monkeypatch):
+    from effitrain_lessons.shared.i18n import ENVIRONMENT
+
+    monkeypatch.setenv(ENVIRONMENT, "tr")
+    savings = own_model.BlockSavings(one_block=2502656, blocks=8, every_block=20021248, block_input=131072)
+    assert str(savings).splitlines()[0] == (
+        "bir blok 2.502.656 bayt boşaltır; bunun 8 katı 20.021.248; her blok birlikte 20.021.248 boşaltır"
+    )
+    report = own_model.OffloadReport(
+        [own_model.OffloadRun("to disk (saved-tensor hooks)", 3 * 2**20, 2.5, True)]
+    )
+    assert (
+        str(report)
+        == "diske (saklanan tensör kancaları): en yüksek 3,00 MiB, adım 2500 ms, aynı gradyanlar: evet"
+    )

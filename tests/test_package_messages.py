@@ -45,6 +45,8 @@ MODULES = tuple(
         "with_accelerator/reports",
         "local_sgd/reports",
         "diloco/reports",
+        "will_it_fit/compare",
+        "own_model/measure",
     )
 )
 

@@ -678,13 +678,17 @@ def test_the_prediction_is_judged_against_the_estimate():
     from effitrain_lessons.will_it_fit import compare
 
     answer = plan.estimate("bert-base-uncased", batch=32, seq=512, attention="eager")  # 23.76 GiB
-    assert compare.prediction_feedback(..., ..., answer, "T4").startswith("You made no prediction")
-    assert "not 'maybe'" in compare.prediction_feedback("maybe", ..., answer, "T4")
-    assert compare.prediction_feedback("does not fit", ..., answer, "T4").endswith(": right.")
-    wrong = compare.prediction_feedback("fits", 12, answer, "T4").splitlines()
+
+    def judged(prediction, gib, gpu="T4"):
+        return str(compare.prediction_feedback(prediction, gib, answer, gpu))
+
+    assert judged(..., ...).startswith("You made no prediction")
+    assert "not 'maybe'" in judged("maybe", ...)
+    assert judged("does not fit", ...).endswith(": right.")
+    wrong = judged("fits", 12).splitlines()
     assert wrong[0].endswith("that it does not fit: not this time.")
     assert wrong[1] == "You guessed 12 GiB; the estimate is 23.8 GiB, 2.0 times your guess."
-    assert compare.prediction_feedback("fits", 0, answer, "A100-80GB").endswith(": right.")  # no guess
+    assert judged("fits", 0, "A100-80GB").endswith(": right.")  # no guess: no second line
 
 
 def test_the_lever_table_asks_the_planners_solvers_for_each_lever():
@@ -709,11 +713,11 @@ def test_bytes_per_parameter_in_each_precision():
         plan.estimate("bert-base-uncased", batch=32, seq=512, precision=p, attention="eager")
         for p in ("fp32", "bf16")
     ]
-    fp32, bf16 = compare.bytes_per_parameter(estimates).splitlines()
+    fp32, bf16 = str(compare.bytes_per_parameter(estimates)).splitlines()
     assert fp32.startswith("fp32: 16.00 bytes per parameter") and fp32.endswith("activations 19.51 GiB")
     assert bf16.startswith("bf16: 16.00 bytes per parameter") and bf16.endswith("activations 10.47 GiB")
     pure = plan.estimate("gpt2", batch=2, seq=64, precision="bf16", master_weights=False)
-    assert compare.bytes_per_parameter([pure]).startswith("bf16: 8.0")  # 2 + 2 + 2 x 2, and step counts
+    assert str(compare.bytes_per_parameter([pure])).startswith("bf16: 8.0")  # 2 + 2 + 2 x 2, and step counts
 
 
 def test_every_label_lesson_6_gives_its_settings_and_steps_is_in_the_catalog():
@@ -740,3 +744,17 @@ def test_every_label_lesson_6_gives_its_settings_and_steps_is_in_the_catalog():
     assert labels and labels - {"checkpoint(layer, x)"} <= {*compare.LEVER_LABELS, *recompute.STEP_LABELS}
     for precision in ("fp16", "bf16"):  # the levers' f"{sixteen} mixed precision"
         assert f"{precision} mixed precision" in compare.LEVER_LABELS
+
+
+def test_lesson_6s_tables_speak_turkish_with_turkish_numbers(monkeypatch):
+    from effitrain_lessons.shared.i18n import ENVIRONMENT
+    from effitrain_lessons.will_it_fit import compare
+
+    monkeypatch.setenv(ENVIRONMENT, "tr")
+    baseline = {"batch": 32, "seq": 512, "attention": "eager"}
+    levers = {"fp16 mixed precision": {"precision": "fp16"}}
+    table = compare.lever_table("bert-base-uncased", "colab-T4", baseline, levers)
+    assert table.columns[1:3] == ["grup boyutu 32 ile bir adım", "colab-T4 belleğine sığar mı"]
+    assert table.rows[0][:3] == ["fp16 karma hassasiyet", "13,81 GiB", "evet"]
+    gap = compare.MaskGap(torch.float32, torch.bool, gap=1576960, mask_elements=786432, norm_statistics=4096)
+    assert str(gap).splitlines()[2] == "ölçülen eksi makalenin iki katı: 1.576.960 bayt"

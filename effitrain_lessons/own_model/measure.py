@@ -31,7 +31,7 @@ from effitrain_lessons.shared.data import load_mrpc, load_tokenizer
 from effitrain_lessons.shared.device import synchronize
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import SavedTensorLog, storage_key
-from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes, format_flops
+from effitrain_lessons.shared.tables import ShowsAsLines, ShowsAsTable, Table, format_bytes, format_flops
 from effitrain_lessons.shared.tracing import trace_step
 
 WRAPPED = "_checkpoint_wrapped_module."  # what checkpoint_wrapper adds to a parameter's name
@@ -212,8 +212,8 @@ def measure_choices(
     )
 
 
-@dataclass(frozen=True)
-class BlockSavings:
+@dataclass(frozen=True, repr=False)
+class BlockSavings(ShowsAsLines):
     """What checkpointing one block frees, that times the number of blocks, and what checkpointing
     every block frees: with equal blocks the savings add up. And a block's input, which each
     checkpointed block keeps."""
@@ -223,40 +223,40 @@ class BlockSavings:
     every_block: int  # bytes no longer kept when every block is
     block_input: int
 
-    def __str__(self) -> str:
-        return "\n".join(
-            [
-                phrase(
-                    "one block frees {one:,} bytes; {blocks} times that is {times:,}; "
-                    "every block frees {every:,}",
-                    one=self.one_block,
-                    blocks=self.blocks,
-                    times=self.blocks * self.one_block,
-                    every=self.every_block,
-                ),
-                phrase("a block's input: {size}", size=format_bytes(self.block_input)),
-            ]
-        )
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "one block frees {one:,} bytes; {blocks} times that is {times:,}; "
+                "every block frees {every:,}",
+                one=self.one_block,
+                blocks=self.blocks,
+                times=self.blocks * self.one_block,
+                every=self.every_block,
+            ),
+            phrase("a block's input: {size}", size=format_bytes(self.block_input)),
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
 # What a pack hook receives
 
 
-@dataclass(frozen=True)
-class PackedBytes:
+@dataclass(frozen=True, repr=False)
+class PackedBytes(ShowsAsLines):
     """The bytes a pack hook is handed in one forward pass: of activations, and of the model's own
     parameters."""
 
     activations: int
     parameters: int
 
-    def __str__(self) -> str:
-        return phrase(
-            "a pack hook is handed {activations} of activations and {parameters} of parameters",
-            activations=format_bytes(self.activations),
-            parameters=format_bytes(self.parameters),
-        )
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "a pack hook is handed {activations} of activations and {parameters} of parameters",
+                activations=format_bytes(self.activations),
+                parameters=format_bytes(self.parameters),
+            )
+        ]
 
 
 def packed_bytes(log: SavedTensorLog) -> PackedBytes:
@@ -334,14 +334,14 @@ class OffloadRun:
     same_gradients: bool  # bit for bit the gradients of the first offload measured
 
 
-@dataclass(frozen=True)
-class OffloadReport:
+@dataclass(frozen=True, repr=False)
+class OffloadReport(ShowsAsLines):
     """Each offload's peak, step time and gradients, one line each."""
 
     runs: list[OffloadRun]
 
-    def __str__(self) -> str:
-        return "\n".join(
+    def lines(self) -> list[str]:
+        return [
             phrase(
                 "{label}: peak {peak}, step {ms:.0f} ms, the same gradients: {same}",
                 label=_(run.label),
@@ -350,7 +350,7 @@ class OffloadReport:
                 same=_("yes") if run.same_gradients else _("no"),
             )
             for run in self.runs
-        )
+        ]
 
 
 def measure_offloads(
@@ -385,18 +385,20 @@ def measure_offloads(
     return OffloadReport(runs)
 
 
-@dataclass(frozen=True)
-class ParameterState:
+@dataclass(frozen=True, repr=False)
+class ParameterState(ShowsAsLines):
     """What a model's parameters take, and what their gradients and AdamW's two moments add."""
 
     parameter_bytes: int
 
-    def __str__(self) -> str:
-        return phrase(
-            "the parameters: {size}; their gradients: {size} more; AdamW's two moments: {twice}",
-            size=format_bytes(self.parameter_bytes),
-            twice=format_bytes(2 * self.parameter_bytes),
-        )
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "the parameters: {size}; their gradients: {size} more; AdamW's two moments: {twice}",
+                size=format_bytes(self.parameter_bytes),
+                twice=format_bytes(2 * self.parameter_bytes),
+            )
+        ]
 
 
 def parameter_state(model: torch.nn.Module) -> ParameterState:

@@ -3,7 +3,7 @@
 The lesson's cells measure (one real training step, the tensors one layer saves for the backward
 pass, the two dropout kernels) and ask the planner (`plan.estimate`, `plan.layer_terms`,
 `plan.verdict`); these functions only set the results side by side, in the lesson's language. Each
-returns a `Table` or a small result that prints itself (`print(result)`).
+returns a `Table` or a small result that prints itself as a few lines (`print(result)`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
-from effitrain_lessons.shared.tables import Table, format_bytes
+from effitrain_lessons.shared.tables import ShowsAsLines, Table, format_bytes
 from effitrain_lessons.will_it_fit.plan import (
     GPUS,
     Estimate,
@@ -139,8 +139,8 @@ def layer_table(shape: ModelShape, settings: Settings) -> Table:
     )
 
 
-@dataclass(frozen=True)
-class MaskGap:
+@dataclass(frozen=True, repr=False)
+class MaskGap(ShowsAsLines):
     """Why one layer measured on a CPU keeps more than twice Korthikanti et al.'s count: the type of
     the mask each dropout kernel saves, and the gap accounted for by the masks' bytes and the norms'
     statistics, which the paper leaves out."""
@@ -157,32 +157,30 @@ class MaskGap:
         the fused kernel's (twice: the paper counts 16 bits, this layer runs in fp32)."""
         return self.mask_elements * (self.cpu_mask.itemsize - 2 * self.fused_mask.itemsize)
 
-    def __str__(self) -> str:
-        return "\n".join(
-            [
-                phrase(
-                    "dropout on this CPU saves a {dtype} mask: {size} bytes an element",
-                    dtype=str(self.cpu_mask),
-                    size=self.cpu_mask.itemsize,
-                ),
-                phrase(
-                    "the fused kernel's mask is {dtype}: {size} byte an element",
-                    dtype=str(self.fused_mask),
-                    size=self.fused_mask.itemsize,
-                ),
-                phrase("measured minus twice the paper: {gap:,} bytes", gap=self.gap),
-                phrase("  masks at 4 bytes instead of twice 1: {masks:,} bytes", masks=self.extra_mask_bytes),
-                phrase(
-                    "  the norms' mean and 1/std per token (2 norms x 2 x s x b x 4 bytes), "
-                    "which the paper leaves out: {stats:,} bytes",
-                    stats=self.norm_statistics,
-                ),
-            ]
-        )
+    def lines(self) -> list[str]:
+        return [
+            phrase(
+                "dropout on this CPU saves a {dtype} mask: {size} bytes an element",
+                dtype=str(self.cpu_mask),
+                size=self.cpu_mask.itemsize,
+            ),
+            phrase(
+                "the fused kernel's mask is {dtype}: {size} byte an element",
+                dtype=str(self.fused_mask),
+                size=self.fused_mask.itemsize,
+            ),
+            phrase("measured minus twice the paper: {gap:,} bytes", gap=self.gap),
+            phrase("  masks at 4 bytes instead of twice 1: {masks:,} bytes", masks=self.extra_mask_bytes),
+            phrase(
+                "  the norms' mean and 1/std per token (2 norms x 2 x s x b x 4 bytes), "
+                "which the paper leaves out: {stats:,} bytes",
+                stats=self.norm_statistics,
+            ),
+        ]
 
 
-@dataclass(frozen=True)
-class LayerAtScale:
+@dataclass(frozen=True, repr=False)
+class LayerAtScale(ShowsAsLines):
     """One layer of `shape` under `settings`, as the estimate counts it, against twice Korthikanti
     et al.'s formula; the share its attention scores take; and all layers together."""
 
@@ -208,74 +206,88 @@ class LayerAtScale:
         terms = layer_terms(self.shape, self.settings)
         return sum(term.size(dims) for term in terms if "²" in term.elements) / self.layer_bytes
 
-    def __str__(self) -> str:
+    def lines(self) -> list[str]:
         s, b = self.settings.seq, self.settings.micro_batch
-        return "\n".join(
-            [
-                phrase(
-                    "one layer at s = {s}, b = {b}: {layer} ({ratio:.3f} x twice the paper's {paper})",
-                    s=s,
-                    b=b,
-                    layer=format_bytes(self.layer_bytes),
-                    ratio=self.layer_bytes / self.paper_bytes,
-                    paper=format_bytes(self.paper_bytes),
-                ),
-                phrase(
-                    "the attention scores' share of it: {share:.0%} (5 a s / h = {term:.0f} against 34)",
-                    share=self.scores_share,
-                    term=5 * self.shape.heads * s / self.shape.hidden,
-                ),
-                phrase(
-                    "{layers} layers: {total}",
-                    layers=self.shape.layers,
-                    total=format_bytes(self.shape.layers * self.layer_bytes),
-                ),
-            ]
-        )
+        return [
+            phrase(
+                "one layer at s = {s}, b = {b}: {layer} ({ratio:.3f} x twice the paper's {paper})",
+                s=s,
+                b=b,
+                layer=format_bytes(self.layer_bytes),
+                ratio=self.layer_bytes / self.paper_bytes,
+                paper=format_bytes(self.paper_bytes),
+            ),
+            phrase(
+                "the attention scores' share of it: {share:.0%} (5 a s / h = {term:.0f} against 34)",
+                share=self.scores_share,
+                term=5 * self.shape.heads * s / self.shape.hidden,
+            ),
+            phrase(
+                "{layers} layers: {total}",
+                layers=self.shape.layers,
+                total=format_bytes(self.shape.layers * self.layer_bytes),
+            ),
+        ]
 
 
 # ---------------------------------------------------------------------------------------------
 # Section 3: the answer, against the learner's prediction
 
 
-def prediction_feedback(prediction: object, gib: object, answer: Estimate, gpu) -> str:
+@dataclass(frozen=True, repr=False)
+class PredictionFeedback(ShowsAsLines):
     """What section 1's prediction (`"fits"` or `"does not fit"`, `...` when none was made) and the
     GiB guessed (`...` or a number) say against `answer`, the estimate for `gpu`."""
-    fits = answer.fits(gpu)
-    said = _("fits") if fits else _("does not fit")
-    if prediction is ...:
-        lines = [
-            phrase(
-                "You made no prediction in section 1. "
-                "The estimate: with eager attention it {said} ({total}).",
-                said=said,
-                total=format_bytes(answer.total),
+
+    prediction: object
+    gib: object
+    answer: Estimate
+    gpu: object
+
+    def lines(self) -> list[str]:
+        prediction, gib, answer = self.prediction, self.gib, self.answer
+        fits = answer.fits(self.gpu)
+        said = _("fits") if fits else _("does not fit")
+        if prediction is ...:
+            lines = [
+                phrase(
+                    "You made no prediction in section 1. "
+                    "The estimate: with eager attention it {said} ({total}).",
+                    said=said,
+                    total=format_bytes(answer.total),
+                )
+            ]
+        elif prediction not in ("fits", "does not fit"):
+            lines = [
+                phrase(
+                    'Section 1 asks for "fits" or "does not fit", not {prediction!r}.', prediction=prediction
+                )
+            ]
+        else:
+            right = (prediction == "fits") == fits
+            lines = [
+                phrase(
+                    "You predicted that it {prediction}; the estimate says that it {said}: {verdict}.",
+                    prediction=_(prediction),
+                    said=said,
+                    verdict=_("right") if right else _("not this time"),
+                )
+            ]
+        if gib is not ... and isinstance(gib, (int, float)) and gib > 0:
+            lines.append(
+                phrase(
+                    "You guessed {gib:g} GiB; the estimate is {total:.1f} GiB, {ratio:.1f} times your guess.",
+                    gib=gib,
+                    total=answer.total / 2**30,
+                    ratio=answer.total / 2**30 / gib,
+                )
             )
-        ]
-    elif prediction not in ("fits", "does not fit"):
-        lines = [
-            phrase('Section 1 asks for "fits" or "does not fit", not {prediction!r}.', prediction=prediction)
-        ]
-    else:
-        right = (prediction == "fits") == fits
-        lines = [
-            phrase(
-                "You predicted that it {prediction}; the estimate says that it {said}: {verdict}.",
-                prediction=_(prediction),
-                said=said,
-                verdict=_("right") if right else _("not this time"),
-            )
-        ]
-    if gib is not ... and isinstance(gib, (int, float)) and gib > 0:
-        lines.append(
-            phrase(
-                "You guessed {gib:g} GiB; the estimate is {total:.1f} GiB, {ratio:.1f} times your guess.",
-                gib=gib,
-                total=answer.total / 2**30,
-                ratio=answer.total / 2**30 / gib,
-            )
-        )
-    return "\n".join(lines)
+        return lines
+
+
+def prediction_feedback(prediction: object, gib: object, answer: Estimate, gpu) -> PredictionFeedback:
+    """Section 1's prediction and guess, judged against `answer` on `gpu` (`PredictionFeedback`)."""
+    return PredictionFeedback(prediction, gib, answer, gpu)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,22 +326,32 @@ def lever_table(model, gpu, baseline: Mapping, levers: Mapping[str, Mapping]) ->
     )
 
 
-def bytes_per_parameter(estimates: Iterable[Estimate]) -> str:
+@dataclass(frozen=True, repr=False)
+class BytesPerParameter(ShowsAsLines):
     """For each estimate (one per precision), the bytes per parameter its weights, gradients and
     optimizer state take, and its activations."""
-    lines = []
-    for planned in estimates:
-        state = sum(
-            planned.bytes_of(part)
-            for part in ("parameters", "fp32 master weights", "gradients", "optimizer state")
-        )
-        lines.append(
-            phrase(
-                "{precision}: {per:.2f} bytes per parameter for weights, gradients and AdamW's state; "
-                "activations {activations}",
-                precision=planned.settings.precision,
-                per=state / planned.model.parameters,
-                activations=format_bytes(planned.bytes_of("activations")),
+
+    estimates: tuple[Estimate, ...]
+
+    def lines(self) -> list[str]:
+        lines = []
+        for planned in self.estimates:
+            state = sum(
+                planned.bytes_of(part)
+                for part in ("parameters", "fp32 master weights", "gradients", "optimizer state")
             )
-        )
-    return "\n".join(lines)
+            lines.append(
+                phrase(
+                    "{precision}: {per:.2f} bytes per parameter for weights, gradients and AdamW's state; "
+                    "activations {activations}",
+                    precision=planned.settings.precision,
+                    per=state / planned.model.parameters,
+                    activations=format_bytes(planned.bytes_of("activations")),
+                )
+            )
+        return lines
+
+
+def bytes_per_parameter(estimates: Iterable[Estimate]) -> BytesPerParameter:
+    """The bytes per parameter of each estimate's state, and its activations (`BytesPerParameter`)."""
+    return BytesPerParameter(tuple(estimates))
