@@ -77,3 +77,31 @@ def test_lessons_01_04_and_05_draw_their_technique(lesson, call):
 @pytest.mark.parametrize("name", LESSONS)
 def test_no_lesson_prints_package_source(name):
     assert not any(kind == "code" and "getsource" in text for kind, text in cells(name))
+
+
+REPORTING_CALLS = re.compile(r"\b(say|phrase|format_number)\(")
+REPORTING_CALLS_AT_MOST = 80  # in all the English learner editions together
+CELL_LINES_AT_MOST = 40
+
+
+def learner_code_cells(name: str) -> list[str]:
+    edition = editions.ROOT / editions.LEARNER_DIR / f"{name}.ipynb"
+    notebook = json.loads(edition.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+
+
+def test_the_learners_cells_leave_reporting_to_the_package():
+    """A cell shows the technique, the ecosystem's call and one display line; tables, comparisons and
+    verdicts are printed by the lesson's package, in the language in use."""
+    calls = {name: sum(len(REPORTING_CALLS.findall(s)) for s in learner_code_cells(name)) for name in LESSONS}
+    assert sum(calls.values()) <= REPORTING_CALLS_AT_MOST, calls
+
+
+@pytest.mark.parametrize("name", LESSONS)
+def test_no_learner_cell_is_over_40_lines_but_the_loops_the_learner_edits(name):
+    long = [
+        source.splitlines()[0]
+        for source in learner_code_cells(name)
+        if len(source.splitlines()) > CELL_LINES_AT_MOST and not source.startswith("# @save")
+    ]
+    assert long == [], f"{name}: cells over {CELL_LINES_AT_MOST} lines start with {long}"
