@@ -20,6 +20,7 @@ from effitrain_lessons.will_it_fit.plan import (
     Estimate,
     ModelShape,
     Settings,
+    dimensions,
     estimate,
     korthikanti_layer_bytes,
     largest_micro_batch,
@@ -116,20 +117,10 @@ def layer_tensors(log: SavedTensorLog) -> Table:
     )
 
 
-def _dims(shape: ModelShape, settings: Settings) -> dict[str, int]:
-    return {
-        "s": settings.seq,
-        "b": settings.micro_batch,
-        "h": shape.hidden,
-        "f": shape.intermediate,
-        "a": shape.heads,
-    }
-
-
 def layer_table(shape: ModelShape, settings: Settings) -> Table:
     """The estimate's terms for one layer of `shape` under `settings` (`plan.layer_terms`): what is
     saved, its formula and its bytes, and their total."""
-    dims = _dims(shape, settings)
+    dims = dimensions(shape, settings)
     terms = layer_terms(shape, settings)
     total = sum(term.size(dims) for term in terms)
     return Table(
@@ -189,7 +180,7 @@ class LayerAtScale(ShowsAsLines):
 
     @property
     def layer_bytes(self) -> int:
-        dims = _dims(self.shape, self.settings)
+        dims = dimensions(self.shape, self.settings)
         return sum(term.size(dims) for term in layer_terms(self.shape, self.settings))
 
     @property
@@ -202,7 +193,7 @@ class LayerAtScale(ShowsAsLines):
     def scores_share(self) -> float:
         """The share of the layer's bytes in tensors of a·s·s·b elements (scores, their mask, their
         dropped copy)."""
-        dims = _dims(self.shape, self.settings)
+        dims = dimensions(self.shape, self.settings)
         terms = layer_terms(self.shape, self.settings)
         return sum(term.size(dims) for term in terms if "²" in term.elements) / self.layer_bytes
 

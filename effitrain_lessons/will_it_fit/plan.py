@@ -434,7 +434,8 @@ def korthikanti_checkpointed_layer_bytes(s: int, b: int, h: int) -> int:
     return 2 * s * b * h
 
 
-def _dims(shape: ModelShape, settings: Settings) -> dict[str, int]:
+def dimensions(shape: ModelShape, settings: Settings) -> dict[str, int]:
+    """The letters a term's formula is written in (s, b, h, f, a, V, k), as numbers for `Term.size`."""
     return {
         "s": settings.seq,
         "b": settings.micro_batch,
@@ -579,7 +580,7 @@ def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
 def activation_bytes(shape: ModelShape, settings: Settings) -> dict[str, int]:
     """Bytes saved for backward: 'layer' (one layer), 'kept' (what the forward leaves for backward)
     and 'recomputed' (one layer rebuilt during backward; 0 without checkpointing)."""
-    dims = _dims(shape, settings)
+    dims = dimensions(shape, settings)
     layer = _total(layer_terms(shape, settings), dims)
     outside = _total(outside_terms(shape, settings), dims)
     if settings.checkpointing:
