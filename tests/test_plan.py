@@ -664,9 +664,13 @@ def test_one_bert_base_layer_at_the_t4s_shape_against_the_paper():
 
     shape = plan.model_shape("bert-base-uncased")
     settings = plan.Settings(batch=32, seq=512, attention="eager")
-    scaled = compare.LayerAtScale(shape, settings)
-    assert scaled.layer_bytes == plan.activation_bytes(shape, settings)["layer"]
-    assert scaled.paper_bytes == 2 * plan.korthikanti_layer_bytes(512, 32, 768, 12)
+    dims = plan.dimensions(shape, settings)
+    terms = plan.layer_terms(shape, settings)
+    per_layer = sum(term.size(dims) for term in terms)
+    assert per_layer == plan.activation_bytes(shape, settings)["layer"]
+    scores = sum(term.size(dims) for term in terms if "²" in term.elements)
+    paper = 2 * plan.korthikanti_layer_bytes(512, 32, 768, 12)
+    scaled = compare.layer_at_scale(shape, settings, per_layer, paper, scores)
     assert str(scaled).splitlines() == [
         "one layer at s = 512, b = 32: 1.62 GiB (0.933 x twice the paper's 1.73 GiB)",
         "the attention scores' share of it: 52% (5 a s / h = 40 against 34)",

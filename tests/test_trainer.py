@@ -381,7 +381,8 @@ def test_accumulation_is_counted_against_the_rule():
         state=SimpleNamespace(global_step=14),
         train_dataset=range(200),
     )
-    said = str(reports.accumulation_counted(trainer, SimpleNamespace(rows_per_step=[32] * 12 + [8, 8])))
+    meter = SimpleNamespace(rows_per_step=[32] * 12 + [8, 8])
+    said = str(reports.accumulation_counted(trainer, meter, effective=32, expected=14))
     assert said.splitlines() == [
         "effective batch = 8 x 4 x 1 = 32",
         "optimizer steps measured: 14; expected ceil(200 / 32) x 2 = 14",

@@ -22,7 +22,6 @@ from effitrain_lessons.will_it_fit.plan import (
     Settings,
     dimensions,
     estimate,
-    korthikanti_layer_bytes,
     largest_micro_batch,
     layer_terms,
     memory_of,
@@ -172,46 +171,31 @@ class MaskGap(ShowsAsLines):
 
 @dataclass(frozen=True, repr=False)
 class LayerAtScale(ShowsAsLines):
-    """One layer of `shape` under `settings`, as the estimate counts it, against twice Korthikanti
-    et al.'s formula; the share its attention scores take; and all layers together."""
+    """One layer of `shape` at sequence `seq` and micro-batch `batch`, as the lesson's cell summed the
+    estimate's terms, against twice Korthikanti et al.'s formula; the share its attention scores take;
+    and all layers together."""
 
     shape: ModelShape
-    settings: Settings
-
-    @property
-    def layer_bytes(self) -> int:
-        dims = dimensions(self.shape, self.settings)
-        return sum(term.size(dims) for term in layer_terms(self.shape, self.settings))
-
-    @property
-    def paper_bytes(self) -> int:
-        """Twice the paper's 16-bit count: the fp32 reference."""
-        s, b = self.settings.seq, self.settings.micro_batch
-        return 2 * korthikanti_layer_bytes(s, b, self.shape.hidden, self.shape.heads)
-
-    @property
-    def scores_share(self) -> float:
-        """The share of the layer's bytes in tensors of a·s·s·b elements (scores, their mask, their
-        dropped copy)."""
-        dims = dimensions(self.shape, self.settings)
-        terms = layer_terms(self.shape, self.settings)
-        return sum(term.size(dims) for term in terms if "²" in term.elements) / self.layer_bytes
+    seq: int
+    batch: int
+    layer_bytes: int  # the estimate's terms for one layer, summed
+    paper_bytes: int  # twice the paper's 16-bit count: the fp32 reference
+    scores_bytes: int  # the terms of a·s·s·b elements (scores, their mask, their dropped copy)
 
     def lines(self) -> list[str]:
-        s, b = self.settings.seq, self.settings.micro_batch
         return [
             phrase(
                 "one layer at s = {s}, b = {b}: {layer} ({ratio:.3f} x twice the paper's {paper})",
-                s=s,
-                b=b,
+                s=self.seq,
+                b=self.batch,
                 layer=format_bytes(self.layer_bytes),
                 ratio=self.layer_bytes / self.paper_bytes,
                 paper=format_bytes(self.paper_bytes),
             ),
             phrase(
                 "the attention scores' share of it: {share:.0%} (5 a s / h = {term:.0f} against 34)",
-                share=self.scores_share,
-                term=5 * self.shape.heads * s / self.shape.hidden,
+                share=self.scores_bytes / self.layer_bytes,
+                term=5 * self.shape.heads * self.seq / self.shape.hidden,
             ),
             phrase(
                 "{layers} layers: {total}",
@@ -219,6 +203,20 @@ class LayerAtScale(ShowsAsLines):
                 total=format_bytes(self.shape.layers * self.layer_bytes),
             ),
         ]
+
+
+def layer_at_scale(
+    shape: ModelShape, settings: Settings, per_layer: int, paper_layer: int, scores: int
+) -> LayerAtScale:
+    """Section 2's extrapolation, as it prints: one layer's bytes (`per_layer`, the estimate's terms
+    summed), twice the paper's (`paper_layer`) and the attention scores' part (`scores`)."""
+    return LayerAtScale(shape, settings.seq, settings.micro_batch, per_layer, paper_layer, scores)
+
+
+def explain_mask_gap(cpu_mask, fused_mask, gap: int, mask_elements: int, norm_statistics: int) -> MaskGap:
+    """Section 2's gap between one measured layer and twice the paper's count, as it prints: the two
+    dropout kernels' mask types, and the bytes the masks and the norms' statistics account for."""
+    return MaskGap(cpu_mask, fused_mask, gap, mask_elements, norm_statistics)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ Used by lesson 2, sections 2 to 8, in that order.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -185,20 +184,19 @@ def compare_trainings(
 
 @dataclass(frozen=True, repr=False)
 class AccumulationCounted(ShowsAsLines):
-    """What `Trainer` did with gradient accumulation: the effective batch, the optimizer steps it took
-    against the rule, and the rows `StepMeter` counted in each optimizer step."""
+    """What `Trainer` did with gradient accumulation: the effective batch and the optimizer steps the
+    lesson's cell worked out, set beside the steps `Trainer` took and the rows `StepMeter` counted in
+    each optimizer step."""
 
     batch: int
     accumulation: int
     processes: int
-    steps: int
+    effective: int  # worked out in the cell
+    steps: int  # measured: trainer.state.global_step
     rows: int
     epochs: float
+    expected: int  # worked out in the cell
     rows_per_step: tuple[int, ...]
-
-    @property
-    def effective(self) -> int:
-        return self.batch * self.accumulation * self.processes
 
     def lines(self) -> list[str]:
         epochs = int(self.epochs) if float(self.epochs).is_integer() else self.epochs
@@ -217,7 +215,7 @@ class AccumulationCounted(ShowsAsLines):
                 rows=self.rows,
                 effective=self.effective,
                 epochs=epochs,
-                expected=math.ceil(self.rows / self.effective) * math.ceil(self.epochs),
+                expected=self.expected,
             ),
             phrase(
                 "rows per optimizer step, counted by the meter: {rows}",
@@ -226,17 +224,19 @@ class AccumulationCounted(ShowsAsLines):
         ]
 
 
-def accumulation_counted(trainer, meter) -> AccumulationCounted:
-    """Section 5: a trained `Trainer`'s arguments and optimizer steps, and what its `StepMeter`
-    counted."""
+def accumulation_counted(trainer, meter, effective: int, expected: int) -> AccumulationCounted:
+    """Section 5: the effective batch and the optimizer steps the cell worked out from a trained
+    `Trainer`'s arguments, beside the steps it took and what its `StepMeter` counted."""
     args = trainer.args
     return AccumulationCounted(
         batch=args.per_device_train_batch_size,
         accumulation=args.gradient_accumulation_steps,
         processes=args.world_size,
+        effective=effective,
         steps=trainer.state.global_step,
         rows=len(trainer.train_dataset),
         epochs=args.num_train_epochs,
+        expected=expected,
         rows_per_step=tuple(meter.rows_per_step),
     )
 
