@@ -414,7 +414,7 @@ def test_a_wrong_answer_fails_the_public_check_with_what_was_measured():
     grader = checks.Notebook(str(ROOT / editions.edition_paths(SAMPLE)["learner"]))
     elements_only = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: math.prod(shape)}))
     assert "1 of 1 public tests failed" in elements_only
-    assert "You predicted tensor_bytes((8, 32, 64), torch.float32) = 16,384: too low." in elements_only
+    assert "You predicted tensor_bytes((8, 32, 64), torch.float32) = 16,384: that is not what was measured." in elements_only
     assert "65,536" not in elements_only and "65536" not in elements_only
     assert "a float32 takes 4 bytes" in elements_only
     unanswered = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: None}))

@@ -127,6 +127,10 @@ NOT_INSTALLED = N_(
     "`pip install effitrain-lessons` and open the lessons with `effitrain lab` (in a checkout: `make lab`)."
 )
 LANGUAGE_COMMENT = N_("the language of what the lesson prints and draws")
+THREADS_COMMENT = N_(
+    "PyTorch on one CPU thread, so that other programs on a busy laptop do not distort the "
+    "lesson's times (lesson 01, \"How we measured\")"
+)
 INIT_COMMENT = N_(
     "The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer."
 )
@@ -178,6 +182,11 @@ from effitrain_lessons.shared.i18n import use_language
 
 {comment_lines(_(LANGUAGE_COMMENT))}
 use_language("{language}")
+
+import torch
+
+{comment_lines(_(THREADS_COMMENT))}
+torch.set_num_threads(1)
 
 if "google.colab" in sys.modules:
     from effitrain_lessons.shared.colab import install_summary

@@ -313,11 +313,17 @@ def catalog_text(catalog) -> str:
     return str(catalog).rstrip("\n") + "\n"
 
 
-def extract(root: Path) -> list[str]:
-    """Bring every catalog in step with the English; return the files written."""
+def extract(root: Path, only: list[str] | None = None) -> list[str]:
+    """Bring every catalog (or those `only` names: a lesson's number or name, or "package") in step
+    with the English; return the files written."""
     root = Path(root)
     written = []
     for path, messages, _label in catalogs(root):
+        if only and not any(
+            path.stem.startswith(name) or (name == "package" and path.stem == "effitrain_lessons")
+            for name in only
+        ):
+            continue
         text = catalog_text(updated_catalog(read_catalog(path), messages))
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -480,6 +486,11 @@ DESCRIPTION = (
 
 def add_arguments(parser) -> None:
     parser.add_argument(
+        "only",
+        nargs="*",
+        help="the catalogs to update: a lesson's number (04) or name, or 'package' (default: all)",
+    )
+    parser.add_argument(
         "--course",
         type=Path,
         default=None,
@@ -496,7 +507,7 @@ def run(args) -> int:
     if root is None:
         print(NO_CHECKOUT.format(command="effitrain extract"), file=sys.stderr)
         return 2
-    written = extract(root)
+    written = extract(root, args.only)
     for path in written:
         print(f"{path} (updated)")
     left = []

@@ -207,12 +207,13 @@ class Notebook:
 
 def check_prediction(name: str, predicted, measured, why: str = "", rel: float = 0.0) -> None:
     """The comparison a public test makes: when the prediction differs from the measurement, raise a
-    sentence that says how (too high or too low, or of the wrong kind) and `why`, what to re-read.
+    sentence that says what is wrong (not the number measured, nor whether the prediction is too high
+    or too low: a learner would find the answer by halving the distance) and `why`, what to re-read.
 
     The measurement itself is never said: it is a graded question's answer. Numbers may differ by
     `rel` of the measurement (0: exactly). Types are compared strictly (an object can claim any
     class and equal anything). A learner who has not answered yet (`...`) is told to replace it. A
-    dict of numbers says, key by key, which ones are too high or too low.
+    dict says which of its keys are wrong.
     """
     if predicted is Ellipsis or (type(predicted) is Opaque and predicted.kind == "ellipsis"):
         raise AssertionError(phrase("{name} is still `...`: replace it with your prediction.", name=name))
@@ -226,15 +227,14 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
             )
         if abs(predicted - measured) <= rel * abs(measured):
             return
-        if predicted > measured:
-            said = phrase(
-                "You predicted {name} = {predicted}: too high.", name=name, predicted=_show(predicted)
-            )
-        else:
-            said = phrase(
-                "You predicted {name} = {predicted}: too low.", name=name, predicted=_show(predicted)
-            )
-        _fail(said, why)
+        _fail(
+            phrase(
+                "You predicted {name} = {predicted}: that is not what was measured.",
+                name=name,
+                predicted=_show(predicted),
+            ),
+            why,
+        )
     if type(predicted) is type(measured) and predicted == measured:
         return
     if type(predicted) is not type(measured):
@@ -253,26 +253,8 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
         predicted=_show(predicted),
     )
     if type(measured) is dict and set(predicted) == set(measured):
-        high = [
-            key
-            for key in measured
-            if _number(predicted[key]) and _number(measured[key]) and predicted[key] > measured[key]
-        ]
-        low = [
-            key
-            for key in measured
-            if _number(predicted[key]) and _number(measured[key]) and predicted[key] < measured[key]
-        ]
-        said = " ".join(
-            filter(
-                None,
-                [
-                    said,
-                    phrase("Too high: {keys}.", keys=", ".join(map(repr, high))) if high else "",
-                    phrase("Too low: {keys}.", keys=", ".join(map(repr, low))) if low else "",
-                ],
-            )
-        )
+        wrong = [key for key in measured if not _same(predicted[key], measured[key], rel)]
+        said = " ".join([said, phrase("Not what was measured: {keys}.", keys=", ".join(map(repr, wrong)))])
     _fail(said, why)
 
 
@@ -282,6 +264,12 @@ def _fail(said: str, why: str):
 
 def _number(value) -> bool:
     return type(value) in (int, float)
+
+
+def _same(predicted, measured, rel: float) -> bool:
+    if _number(predicted) and _number(measured):
+        return abs(predicted - measured) <= rel * abs(measured)
+    return type(predicted) is type(measured) and predicted == measured
 
 
 def _kind(value) -> str:
