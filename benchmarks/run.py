@@ -31,10 +31,11 @@ GOAL_LESSON_S = max(each.budget_s for each in manifest.LESSONS)  # each lesson's
 GOAL_LESSON_BYTES = 1024**3
 GOAL_TOTAL_S = 35.0 * len(manifest.LESSONS)  # 35 s a lesson on average
 THRESHOLD = 0.20
-PARTS = ("lessons", "techniques", "plan", "startup", "grading")
+PARTS = ("lessons", "busy", "techniques", "plan", "startup", "grading")
 # The keys of RESULTS.json each part writes (for --merge).
 PART_KEYS = {
     "lessons": ("lessons", "lessons_total_s"),
+    "busy": ("busy",),
     "techniques": ("activations", "segments", "local_sgd", "diloco"),
     "plan": ("plan",),
     "startup": ("imports",),
@@ -107,6 +108,11 @@ def figures(results: dict) -> dict[str, float]:
             out[f"lesson {row['lesson']} ({row['edition']}) {key}"] = row[key]
     for edition, total in results.get("lessons_total_s", {}).items():
         out[f"all lessons ({edition}) run_all_s"] = total
+    busy = results.get("busy")
+    if busy:
+        for run in ("quiet", "busy"):
+            out[f"lesson 02 {run} run_all_s"] = busy[run]["run_all_s"]
+            out[f"lesson 02 {run} time ratio"] = busy[run]["ratio"]
     for row in results.get("activations", []):
         for key in (
             "saved_bytes",
@@ -174,6 +180,35 @@ def table(header: list[str], rows) -> list[str]:
     """A markdown table's lines: the header, its rule, and one line per row (cells already formatted)."""
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
         "| " + " | ".join(str(cell) for cell in row) + " |" for row in rows
+    ]
+
+
+def busy_section(b: dict) -> list[str]:
+    from busy import GOAL_BUSY_S, GOAL_RATIO_CHANGE
+
+    def verdict(ok: bool) -> str:
+        return "meets" if ok else "**misses**"
+
+    return [
+        "## 1b. Lesson 02 on a busy laptop",
+        "",
+        "Run All of lesson 02's solution edition alone, then beside one busy program (a Python loop "
+        "spinning on one core), and the headline time ratio each run printed (section 4, checkpointed "
+        f"step over plain step). Goals: beside the busy loop within {GOAL_BUSY_S:.0f} s, and the ratio "
+        f"within {GOAL_RATIO_CHANGE:.0%} of the quiet run's.",
+        "",
+        *table(
+            ["run", "Run All (s)", "time ratio"],
+            [
+                ["alone", f"{b['quiet']['run_all_s']:.1f}", f"{b['quiet']['ratio']:.2f}x"],
+                ["beside a busy loop", f"{b['busy']['run_all_s']:.1f}", f"{b['busy']['ratio']:.2f}x"],
+            ],
+        ),
+        "",
+        f"Beside the busy loop: {b['busy']['run_all_s']:.1f} s ({verdict(b['busy_ok'])} the "
+        f"{GOAL_BUSY_S:.0f} s goal); the ratio moved {b['ratio_change']:+.0%} ({verdict(b['ratio_ok'])} "
+        f"the {GOAL_RATIO_CHANGE:.0%} goal).",
+        "",
     ]
 
 
@@ -254,6 +289,8 @@ def markdown(results: dict) -> str:
                 f"All lessons, {edition} edition: {total:.1f} s ({verdict} the {GOAL_TOTAL_S:.0f} s goal)."
             )
         lines.append("")
+    if results.get("busy"):
+        lines += busy_section(results["busy"])
     if results.get("activations"):
         lines += [
             "## 2. Each technique against its anchor",
@@ -597,6 +634,11 @@ def main(argv: list[str] | None = None) -> int:
         for row in results["lessons"]:
             totals[row["edition"]] = totals.get(row["edition"], 0.0) + row["run_all_s"]
         results["lessons_total_s"] = totals
+    if "busy" in parts:
+        from busy import busy_machine
+
+        print("lesson 02 alone and beside a busy loop ...", flush=True)
+        results["busy"] = busy_machine(ROOT)
     if "grading" in parts:
         from grading import bench_grading
 

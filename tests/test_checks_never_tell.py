@@ -31,11 +31,8 @@ RIGHT = {
         "01_checkpointing_first_principles",
         ["predicted_recomputations", "predicted_kept_bytes"],
     ),
-    "q_memory_budget": ("02_checkpointing_with_trainer", []),
-    "q_effective_batch": (
-        "02_checkpointing_with_trainer",
-        ["predicted_effective_batch", "predicted_optimizer_steps"],
-    ),
+    "q_memory_budget": ("02_checkpointing_with_trainer", ["largest_plain", "largest_checkpointed"]),
+    "q_step_flops": ("02_checkpointing_with_trainer", ["predicted_mflop"]),
     "q_steps_per_process": ("03_checkpointing_with_accelerator", ["steps_per_process(40, 4, 2, 3)"]),
     "q_checkpoint_on": ("03_checkpointing_with_accelerator", []),
     "q_predict_syncs": ("04_local_sgd", ["predicted_syncs(24, 7, 2)[0]", "predicted_syncs(24, 7, 2)[1]"]),
@@ -105,14 +102,13 @@ WRONG = [
         KEEP_MATMULS
         + 'predicted_recomputations = {"mm": 0, "relu": 1}\npredicted_kept_bytes = 32 * 128 * 4\n',
     ),
-    (
-        "q_memory_budget",
-        "budget_args = TrainingArguments(OUTPUT_DIR, per_device_train_batch_size=32, "
-        "gradient_accumulation_steps=1, activation_checkpointing=False)\n",
-    ),
-    ("q_effective_batch", "predicted_effective_batch = 4\npredicted_optimizer_steps = 16\n"),
-    ("q_effective_batch", "predicted_effective_batch = 12\npredicted_optimizer_steps = 48\n"),
-    ("q_effective_batch", "predicted_effective_batch = '12'\npredicted_optimizer_steps = 16\n"),
+    # one row too many; the checkpointed bytes taken for the plain ones
+    ("q_memory_budget", "largest_plain = 4\nlargest_checkpointed = 53\n"),
+    ("q_memory_budget", "largest_plain = 52\nlargest_checkpointed = 3\n"),
+    ("q_memory_budget", "largest_plain = '3'\nlargest_checkpointed = 52.0\n"),
+    # the accumulation forgotten; 4/3 forgotten
+    ("q_step_flops", "predicted_mflop = 403.0\n"),
+    ("q_step_flops", "predicted_mflop = 604.8\n"),
     # one process's steps: the shard forgotten
     (
         "q_steps_per_process",

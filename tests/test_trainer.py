@@ -20,6 +20,7 @@ from effitrain_lessons.shared import i18n
 from effitrain_lessons.shared.data import tokenized_mrpc
 from effitrain_lessons.shared.memory import StepReport
 from effitrain_lessons.shared.metrics import compute_metrics, majority_baseline
+from effitrain_lessons.shared.timing import Times
 from effitrain_lessons.with_trainer import figures as trainer_figures
 from effitrain_lessons.with_trainer import reports
 from effitrain_lessons.with_trainer.trainer import StepMeter, fresh_model, learning_rate_for, lesson_data
@@ -275,34 +276,29 @@ def test_lesson_2_figures(tmp_path, splits):
 # --- the exercises' public checks compare with what they measure --------------------------------------
 
 
-def test_wrong_answers_fail_the_public_checks_with_what_was_measured(tmp_path):
+def test_wrong_answers_fail_the_public_checks_and_right_ones_pass():
     from effitrain_lessons.course import build as editions
     from effitrain_lessons.shared import checks
 
     grader = checks.Notebook(
         str(editions.ROOT / editions.edition_paths("02_checkpointing_with_trainer")["learner"])
     )
-    right = repr(
-        grader.check("q_effective_batch", {"predicted_effective_batch": 12, "predicted_optimizer_steps": 16})
-    )
-    assert "failed" not in right
-    wrong = repr(
-        grader.check(
-            "q_effective_batch", {"predicted_effective_batch": 12 * 2, "predicted_optimizer_steps": 16}
+    # 3 MiB over the bytes one pair keeps (lesson 00's tiny BERT, dropout on; they grow with the pairs)
+    right = repr(grader.check("q_memory_budget", {"largest_plain": 3, "largest_checkpointed": 52}))
+    assert "failed" not in right, right
+    for plain, checkpointed in ((4, 52), (3, 53)):
+        wrong = repr(
+            grader.check("q_memory_budget", {"largest_plain": plain, "largest_checkpointed": checkpointed})
         )
-    )
-    assert "You predicted predicted_effective_batch = 24: too high. Counted: the rows" in wrong
+        assert "that is not what was measured" in wrong and "Re-read section" in wrong
+        assert "52" not in wrong.replace(f"= {checkpointed}", "") and "too " not in wrong
 
-    over = TrainingArguments(str(tmp_path), per_device_train_batch_size=32, gradient_accumulation_steps=1)
-    message = repr(grader.check("q_memory_budget", {"budget_args": over}))
-    assert (
-        "measured: a micro-batch of 32 with checkpointing off saves" in message
-        and "over the 1 MiB budget" in message
-    )
-    too_small = TrainingArguments(str(tmp_path), per_device_train_batch_size=4, gradient_accumulation_steps=4)
-    assert "train on 4 x 4 = 16 pairs per optimizer step" in repr(
-        grader.check("q_memory_budget", {"budget_args": too_small})
-    )
+    # two micro-batches of 16, checkpointed: 2 x 2 x the 201.53 MFLOP of section 4's checkpointed 8
+    right = repr(grader.check("q_step_flops", {"predicted_mflop": 806.1}))
+    assert "failed" not in right, right
+    for wrong_mflop in (403.06, "806"):
+        wrong = repr(grader.check("q_step_flops", {"predicted_mflop": wrong_mflop}))
+        assert "failed" in wrong and "806" not in wrong.replace("'806'", "")
 
 
 # --- what the lesson prints of its measurements (with_trainer.reports) -----------------------------
@@ -359,6 +355,31 @@ def test_accuracy_is_set_against_the_majority_baseline(splits, turkish):
     assert f"{majority:.3f}".replace(".", ",") in said.splitlines()[1]
 
 
+def test_the_step_table_puts_the_two_micro_batches_side_by_side_with_the_time_s_spread():
+    plain = StepReport(
+        4096, 3, 300, 100, Times((0.010, 0.011, 0.012), (0.010, 0.011, 0.012), "cpu"), None, "cpu", True
+    )
+    checkpointed = StepReport(
+        512, 1, 400, 100, Times((0.015, 0.016, 0.018), (0.02,) * 3, "cpu"), None, "cpu", True
+    )
+    lines = str(reports.compare_steps(plain, checkpointed)).splitlines()
+    assert lines[0].split() == [
+        "per",
+        "micro-batch",
+        "without",
+        "checkpointing",
+        "with",
+        "checkpointing",
+        "with",
+        "/",
+        "without",
+    ]
+    time_row = next(line for line in lines if line.startswith("time"))
+    assert "11.0 ms (10.5-11.5)" in time_row and "16.0 ms (15.5-17.0)" in time_row
+    assert "1.45x (1.35x-1.62x)" in time_row
+    assert "87.5% fewer bytes" in next(line for line in lines if line.startswith("saved activations"))
+
+
 def test_two_trainings_compare_in_time_and_metrics():
     metrics = {"eval_loss": 0.5, "eval_accuracy": 0.75, "eval_f1": 0.8}
     compared = reports.compare_trainings(
@@ -368,7 +389,9 @@ def test_two_trainings_compare_in_time_and_metrics():
         metrics | {"eval_loss": 0.25},
     )
     said = str(compared).splitlines()
-    assert said[0] == "whole training: 6.0 s with, 4.0 s without (1.50x)"
+    # one run each, in wall time: no ratio, and the step times named as the ones to read
+    assert said[0].startswith("whole training: 6.0 s with, 4.0 s without (wall time, one run each")
+    assert "x)" not in said[0]
     assert said[1] == "eval_loss      with 0.5000   without 0.2500"
     assert len(said) == 4
 

@@ -10,7 +10,6 @@ parameters and buffers left out (they live in memory whether or not we checkpoin
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from effitrain_lessons.shared.device import synchronize
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes, format_flops  # noqa: F401 (lessons import them from here)
+from effitrain_lessons.shared.timing import REPEATS, WARMUP, Ratio, Times, time_steps
 
 
 @dataclass(frozen=True)
@@ -139,10 +139,20 @@ class StepReport(ShowsAsTable):
     saved_tensors: int  # how many unique activation storages that is
     flops: int  # forward + backward, as counted by torch.utils.flop_counter
     forward_flops: int
-    seconds: float  # wall time of forward + backward
+    times: Times  # forward + backward, timed as every lesson times (shared/timing.py)
     peak_bytes: int | None  # torch.cuda.max_memory_allocated during the step; None off CUDA
     device: str
     training: bool  # the model's mode: checkpointing only happens in training mode
+
+    def __post_init__(self):
+        if isinstance(self.times, (int, float)):  # one time, e.g. in a test: a single step
+            seconds = float(self.times)
+            object.__setattr__(self, "times", Times((seconds,), (seconds,), "cpu"))
+
+    @property
+    def seconds(self) -> float:
+        """The median time of a step."""
+        return self.times.median
 
     def rows(self) -> list[tuple[str, str]]:
         peak = _("n/a (not CUDA)") if self.peak_bytes is None else format_bytes(self.peak_bytes)
@@ -156,7 +166,7 @@ class StepReport(ShowsAsTable):
             ),
             (_("FLOPs (fwd + bwd)"), format_flops(self.flops)),
             (_("FLOPs (forward)"), format_flops(self.forward_flops)),
-            (_("time"), f"{format_number(self.seconds * 1e3, ',.1f')} ms"),
+            (_("time"), self.times.milliseconds()),
             (_("peak GPU memory"), peak),
             (_("device / mode"), f"{self.device} / {'train' if self.training else 'eval'}"),
         ]
@@ -186,8 +196,9 @@ class StepComparison(ShowsAsTable):
         return _ratio(self.new.flops, self.base.flops)
 
     @property
-    def seconds(self) -> float:
-        return _ratio(self.new.seconds, self.base.seconds)
+    def seconds(self) -> Ratio:
+        """The time ratio, with the spread the two sets of steps allow."""
+        return self.new.times / self.base.times
 
     @property
     def peak_bytes(self) -> float | None:
@@ -211,7 +222,7 @@ class StepComparison(ShowsAsTable):
                 ),
             ),
             (_("FLOPs"), f"{format_number(self.flops, '.3f')}x"),
-            (_("time"), f"{format_number(self.seconds, '.2f')}x"),
+            (_("time"), str(self.seconds)),
         ]
         if self.peak_bytes is not None:
             rows.append((_("peak GPU memory"), f"{format_number(self.peak_bytes, '.3f')}x"))
@@ -264,15 +275,18 @@ def measure_step(
     model: torch.nn.Module,
     batch,
     loss_fn: Callable | None = None,
+    warmup: int = WARMUP,
+    repeats: int = REPEATS,
 ) -> StepReport:
     """Run one forward + backward pass of `model` on `batch` and measure it.
 
     `batch` is a dict (called as `model(**batch)`), a tuple (`model(*batch)`) or one tensor.
     The loss is `loss_fn(outputs)` if given, else `outputs.loss`, else `outputs.sum()`.
-    The step runs twice: once under the counters, once plain for the time and peak memory.
-    Gradients (of parameters and of leaf inputs) are reset before each, so after the call `.grad`
-    holds one step's gradients, drawn with the caller's random state (as if the step had run once,
-    unmeasured).
+    The step runs under the counters once, then `warmup` + `repeats` times plain for the time
+    (shared/timing.py: the median and spread of the `repeats`), then once more plain for the peak
+    memory. Gradients (of parameters and of leaf inputs) are reset before each, and every run but
+    the last draws its random numbers from a forked generator, so after the call `.grad` holds one
+    step's gradients, drawn with the caller's random state (as if the step had run once, unmeasured).
     The model's mode is respected: in `eval()` mode checkpointing keeps everything (lesson 1 shows it).
     """
     if not isinstance(model, torch.nn.Module):
@@ -293,23 +307,27 @@ def measure_step(
             loss.backward()
     del loss
 
-    # Pass 2 is a plain step: timed, and on CUDA its peak memory read.
-    _zero_grads(model, batch)
+    # Then plain steps, timed; their random numbers too come from a forked generator.
+    def plain_step():
+        _zero_grads(model, batch)
+        _loss_of(_forward(model, batch), loss_fn).backward()
+
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        times = time_steps(plain_step, device, warmup=warmup, repeats=repeats)
+
+    # The last is a plain step with the caller's random state: on CUDA its peak memory is read.
     on_cuda = device.type == "cuda"
     if on_cuda:
         torch.cuda.reset_peak_memory_stats(device)
+    plain_step()
     synchronize(device)
-    start = time.perf_counter()
-    _loss_of(_forward(model, batch), loss_fn).backward()
-    synchronize(device)
-    seconds = time.perf_counter() - start
 
     return StepReport(
         saved_bytes=count.saved.total_bytes,
         saved_tensors=len(count.saved.activations),
         flops=count.flops,
         forward_flops=count.forward_flops,
-        seconds=seconds,
+        times=times,
         peak_bytes=torch.cuda.max_memory_allocated(device) if on_cuda else None,
         device=str(device),
         training=model.training,

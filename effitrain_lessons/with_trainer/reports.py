@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
-from effitrain_lessons.shared.memory import StepReport, format_bytes
+from effitrain_lessons.shared.memory import StepReport, format_bytes, format_flops
 from effitrain_lessons.shared.metrics import majority_baseline
 from effitrain_lessons.shared.tables import ShowsAsLines, Table
 
@@ -141,6 +141,34 @@ def against_baseline(metrics: Mapping[str, float], validation_set) -> AgainstBas
 METRICS = ("eval_loss", "eval_accuracy", "eval_f1")
 
 
+def compare_steps(plain: StepReport, checkpointed: StepReport) -> Table:
+    """Section 4: one micro-batch without and with checkpointing, side by side, and their ratio:
+    what it keeps for backward, its FLOPs, and its time (median, and the middle half of the steps)."""
+    ratio = checkpointed / plain
+    return Table(
+        ["per micro-batch", "without checkpointing", "with checkpointing", "with / without"],
+        [
+            [
+                _("saved activations"),
+                format_bytes(plain.saved_bytes),
+                format_bytes(checkpointed.saved_bytes),
+                phrase(
+                    "{ratio:.3f}x ({reduction:.1%} fewer bytes)",
+                    ratio=ratio.saved_bytes,
+                    reduction=ratio.saved_reduction,
+                ),
+            ],
+            [
+                _("FLOPs (fwd + bwd)"),
+                format_flops(plain.flops),
+                format_flops(checkpointed.flops),
+                f"{format_number(ratio.flops, '.3f')}x",
+            ],
+            [_("time"), plain.times.milliseconds(), checkpointed.times.milliseconds(), str(ratio.seconds)],
+        ],
+    )
+
+
 @dataclass(frozen=True, repr=False)
 class TrainingsCompared(ShowsAsLines):
     """The whole training with and without checkpointing: its time, and the metrics it ended with."""
@@ -152,10 +180,10 @@ class TrainingsCompared(ShowsAsLines):
         with_, without = self.seconds
         said = [
             phrase(
-                "whole training: {checkpointed:.1f} s with, {plain:.1f} s without ({ratio:.2f}x)",
+                "whole training: {checkpointed:.1f} s with, {plain:.1f} s without "
+                "(wall time, one run each: read the step times above for the cost)",
                 checkpointed=with_,
                 plain=without,
-                ratio=with_ / without,
             )
         ]
         for name in METRICS:
@@ -318,14 +346,15 @@ def peak_memory(meter, plain_meter) -> PeakMemory:
 def splits_table(measured: Sequence[tuple[int, int, StepReport, StepReport]]) -> Table:
     """The explore cell's table: for each split of one optimizer step, `(micro-batch, accumulation
     steps, plain StepReport, checkpointed StepReport)`, what a micro-batch keeps, and the time of
-    the optimizer step (one micro-batch's time, times the accumulation steps)."""
+    the optimizer step (one micro-batch's times, times the accumulation steps: the median and the
+    middle half of the steps)."""
     rows = [
         [
             f"{micro_batch} x {accumulation}",
             format_bytes(plain.saved_bytes),
             format_bytes(checkpointed.saved_bytes),
-            format_number(accumulation * plain.seconds * 1e3, ".1f"),
-            format_number(accumulation * checkpointed.seconds * 1e3, ".1f"),
+            plain.times.scaled(accumulation).milliseconds(),
+            checkpointed.times.scaled(accumulation).milliseconds(),
         ]
         for micro_batch, accumulation, plain, checkpointed in measured
     ]
@@ -334,8 +363,8 @@ def splits_table(measured: Sequence[tuple[int, int, StepReport, StepReport]]) ->
             "micro-batch x steps",
             "kept, plain",
             "kept, checkpointed",
-            "ms per step, plain",
-            "ms per step, checkpointed",
+            "optimizer step, plain",
+            "optimizer step, checkpointed",
         ],
         rows,
     )

@@ -11,19 +11,16 @@ changes.
 from __future__ import annotations
 
 import contextlib
-import statistics
-import time
 from dataclasses import dataclass
 
 import torch
 from transformers import TrainerCallback
 
-from effitrain_lessons.shared.device import synchronize
-
 # Lesson 2 imports what it fine-tunes from here, beside the callback that measures it.
 from effitrain_lessons.shared.finetuning import TINY, LessonData, fresh_model, learning_rate_for, lesson_data  # noqa: F401
 from effitrain_lessons.shared.i18n import _, phrase
 from effitrain_lessons.shared.memory import StepReport, count_step
+from effitrain_lessons.shared.timing import Clock
 
 
 @dataclass
@@ -59,7 +56,7 @@ class StepMeter(TrainerCallback):
             )
         self.measure = tuple(measure)
         self.measured: list[MicroBatch] = []
-        self.micro_seconds: list[float] = []
+        self.clock = Clock()  # the micro-batches not measured, timed as every lesson times
         self.rows_per_step: list[int] = []
         self.peak_bytes: int | None = None
         self.device = "cpu"
@@ -70,13 +67,13 @@ class StepMeter(TrainerCallback):
         self._step: contextlib.ExitStack | None = None  # the measured micro-batch's counters, while it runs
         self._forward: contextlib.ExitStack | None = None
         self._count = None
-        self._started: float | None = None
 
     # --- Trainer's events ---------------------------------------------------------------------
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         self._model = model
         self.device = str(args.device)
+        self.clock = Clock(args.device)
         self._hooks = [
             model.register_forward_pre_hook(self._micro_batch_starts, with_kwargs=True),
             model.register_forward_hook(self._forward_ends),
@@ -115,8 +112,7 @@ class StepMeter(TrainerCallback):
             self._forward = contextlib.ExitStack()
             self._forward.enter_context(self._count.forward(module))
         else:
-            synchronize(self.device)
-            self._started = time.perf_counter()
+            self.clock.start()
 
     def _forward_ends(self, module, args, output):
         if self._forward is not None:
@@ -137,12 +133,15 @@ class StepMeter(TrainerCallback):
                     checkpointing=bool(getattr(self._model, "is_activation_checkpointing", False)),
                 )
             )
-        elif self._started is not None:
-            synchronize(self.device)
-            self.micro_seconds.append(time.perf_counter() - self._started)
-            self._started = None
+        else:
+            self.clock.stop()  # nothing if this micro-batch was not timed
 
     # --- results ---------------------------------------------------------------------------------
+
+    @property
+    def micro_seconds(self) -> list[float]:
+        """Each timed micro-batch's time, in the order they ran."""
+        return list(self.clock.seconds)
 
     @property
     def checkpointing(self) -> bool | None:
@@ -152,12 +151,13 @@ class StepMeter(TrainerCallback):
 
     def step_report(self) -> StepReport:
         """The measured micro-batches, summarised: saved bytes and FLOPs of the last one measured
-        (the same for every micro-batch of one shape), and the median time of the others."""
+        (the same for every micro-batch of one shape), and the times of the others (the first two
+        of them left out as warm-up: median and spread)."""
         if not self.measured:
             raise RuntimeError(
                 _("Nothing was measured yet: train with this callback first (at least 2 micro-batches).")
             )
-        if not self.micro_seconds:
+        if not self.clock.seconds:
             raise RuntimeError(_("Every micro-batch was measured, so none was timed: measure fewer of them."))
         last = self.measured[-1]
         return StepReport(
@@ -165,7 +165,7 @@ class StepMeter(TrainerCallback):
             saved_tensors=last.saved_tensors,
             flops=last.flops,
             forward_flops=last.forward_flops,
-            seconds=statistics.median(self.micro_seconds),
+            times=self.clock.times(),
             peak_bytes=self.peak_bytes,
             device=self.device,
             training=True,
