@@ -4,7 +4,8 @@ Tiers (markers):
 - `browser`: the lessons in JupyterLab in headless Chromium (tests/test_browser.py marks its tests);
 - `sandbox`: grading in the bubblewrap sandbox (tests/test_sandbox.py, and tests/test_grading.py's
   tests that need it, marked by its `needs_sandbox`);
-- `notebooks`: a whole lesson edition run by nbval (notebooks/solutions/; marked here).
+- `notebooks`: each lesson's English solution edition run whole, its prose held to its run
+  (tests/test_lesson_runs.py; marked here).
 `make test-fast` runs everything else; `make test` runs all of it.
 
 Two cores: `make test` runs pytest-xdist with two workers. Each worker takes whole units of work
@@ -30,6 +31,8 @@ from effitrain_lessons.shared.i18n import ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[1]
 BROWSER_FILE = "tests/test_browser.py"
+LESSON_RUNS_FILE = "tests/test_lesson_runs.py"
+LESSON_RUN_TEST = "test_the_lesson_runs_whole_and_its_prose_quotes_what_it_printed"
 SANDBOX_FILES = (
     "tests/test_grading.py",
     "tests/test_sandbox.py",
@@ -44,18 +47,18 @@ UNIT_SECONDS = {
     "browser-en": 190,
     "browser-tr": 175,
     "sandbox": 160,
-    "notebooks/solutions/02_checkpointing_with_trainer.ipynb": 40,
-    "notebooks/solutions/04_local_sgd.ipynb": 25,
-    "notebooks/solutions/05_diloco.ipynb": 25,
-    "notebooks/solutions/03_checkpointing_with_accelerator.ipynb": 20,
+    "lesson-02": 40,
+    "lesson-04": 25,
+    "lesson-05": 25,
+    "lesson-03": 20,
     "tests/test_local_sgd.py": 20,
     "tests/test_train_loop.py": 18,
     "tests/test_learning.py": 16,
     "tests/test_diloco.py": 16,
     "tests/test_trainer.py": 15,
-    "notebooks/solutions/07_checkpoint_your_own_model.ipynb": 15,
-    "notebooks/solutions/06_will_it_fit.ipynb": 12,
-    "notebooks/solutions/01_checkpointing_first_principles.ipynb": 10,
+    "lesson-07": 15,
+    "lesson-06": 12,
+    "lesson-01": 10,
     "tests/test_benchmarks.py": 8,
 }
 
@@ -67,6 +70,8 @@ def unit_of(nodeid: str) -> str:
         return "browser-tr" if "[tr/" in nodeid else "browser-en"
     if path in SANDBOX_FILES:
         return "sandbox"
+    if path == LESSON_RUNS_FILE and f"::{LESSON_RUN_TEST}[" in nodeid:  # each lesson a unit of its own
+        return f"lesson-{nodeid.rsplit('[', 1)[1].rstrip(']')}"
     return path
 
 
@@ -78,7 +83,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.nodeid.split("::", 1)[0].endswith(".ipynb"):  # nbval's cells carry no marks of their own
+        if item.nodeid.startswith(f"{LESSON_RUNS_FILE}::{LESSON_RUN_TEST}["):
             item.add_marker(pytest.mark.notebooks)
 
 

@@ -25,16 +25,20 @@ from effitrain_lessons.shared import checks
 RIGHT = {
     "q_bytes": ("00_start_here", ["tensor_bytes((8, 32, 64), torch.float32)"]),
     "q_score_bytes": ("00_start_here", ["score_bytes(8, 32, torch.bfloat16)"]),
+    "q_trade_places": ("00_start_here", ["predicted_saved_bytes(32, 8)"]),
     "q_checkpoint_block": ("01_checkpointing_first_principles", []),
     "q_choose_segments": ("01_checkpointing_first_principles", ["choose_segments(20)"]),
     "q_keep_matmuls": (
         "01_checkpointing_first_principles",
-        ["predicted_recomputations", "predicted_kept_bytes"],
+        ["predicted_recomputations", "predicted_kept_bytes(32, 64, 128)"],
     ),
     "q_memory_budget": ("02_checkpointing_with_trainer", ["largest_plain", "largest_checkpointed"]),
     "q_step_flops": ("02_checkpointing_with_trainer", ["predicted_mflop"]),
     "q_steps_per_process": ("03_checkpointing_with_accelerator", ["steps_per_process(40, 4, 2, 3)"]),
-    "q_checkpoint_on": ("03_checkpointing_with_accelerator", []),
+    "q_half_memory": (
+        "03_checkpointing_with_accelerator",
+        ['predicted_12["layers"]', 'predicted_12["flops"]'],
+    ),
     "q_predict_syncs": ("04_local_sgd", ["predicted_syncs(24, 7, 2)[0]", "predicted_syncs(24, 7, 2)[1]"]),
     "q_fix_loop": ("04_local_sgd", []),
     "q_outer_step": ("05_diloco", []),
@@ -48,11 +52,6 @@ RIGHT = {
     ),
 }
 
-KEEP_MATMULS = """
-def keep_matmuls(ctx, op, *args, **kwargs):
-    is_matmul = op == torch.ops.aten.mm.default
-    return CheckpointPolicy.MUST_SAVE if is_matmul else CheckpointPolicy.PREFER_RECOMPUTE
-"""
 PLAN_RUN = """
 def plan_run(model, gpu, batch, seq):
     precision = {precision}
@@ -81,30 +80,40 @@ WRONG = [
         "q_checkpoint_block",
         "def checkpointed_block(x):\n    return checkpoint(block, x + 1, use_reentrant=False)\n",
     ),
+    # every byte per token, none per pair of tokens; measured, not predicted
+    (
+        "q_trade_places",
+        "def predicted_saved_bytes(sequences, tokens):\n"
+        "    return report.saved_bytes * sequences * tokens / (8 * 32)\n",
+    ),
+    (
+        "q_trade_places",
+        "def predicted_saved_bytes(sequences, tokens):\n"
+        "    return measure_step(model, random_batch(sequences, tokens)).saved_bytes\n",
+    ),
     # k = n keeps as much as no checkpointing; 5 keeps the least for more FLOPs; 3 does not split
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return n_blocks\n"),
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return 5\n"),
     ("q_choose_segments", "def choose_segments(n_blocks):\n    return 3\n"),
-    # keeps everything: the check of the policy itself fails
+    # two recomputed products; a list, not a dict
     (
         "q_keep_matmuls",
-        "def keep_matmuls(ctx, op, *args, **kwargs):\n    return CheckpointPolicy.MUST_SAVE\n\n"
-        'predicted_recomputations = {"mm": 0, "relu": 0}\npredicted_kept_bytes = 1000\n',
+        'predicted_recomputations = {"mm": 2, "relu": 0}\n'
+        "def predicted_kept_bytes(batch, width, hidden):\n    return 0\n",
     ),
     (
         "q_keep_matmuls",
-        KEEP_MATMULS + 'predicted_recomputations = {"mm": 2, "relu": 0}\npredicted_kept_bytes = 0\n',
+        "predicted_recomputations = [0, 1]\ndef predicted_kept_bytes(batch, width, hidden):\n    return 0\n",
     ),
-    ("q_keep_matmuls", KEEP_MATMULS + "predicted_recomputations = [0, 1]\npredicted_kept_bytes = 0\n"),
-    # the right recomputations, the bytes of the products the backward pass needs only
+    # the right recomputations, the bytes of the product the backward pass needs only
     (
         "q_keep_matmuls",
-        KEEP_MATMULS
-        + 'predicted_recomputations = {"mm": 0, "relu": 1}\npredicted_kept_bytes = 32 * 128 * 4\n',
+        'predicted_recomputations = {"mm": 0, "relu": 1}\n'
+        "def predicted_kept_bytes(batch, width, hidden):\n    return batch * hidden * 4\n",
     ),
     # one row too many; the checkpointed bytes taken for the plain ones
     ("q_memory_budget", "largest_plain = 4\nlargest_checkpointed = 53\n"),
-    ("q_memory_budget", "largest_plain = 52\nlargest_checkpointed = 3\n"),
+    ("q_memory_budget", "largest_plain = 2\nlargest_checkpointed = 26\n"),
     ("q_memory_budget", "largest_plain = '3'\nlargest_checkpointed = 52.0\n"),
     # the accumulation forgotten; 4/3 forgotten
     ("q_step_flops", "predicted_mflop = 403.0\n"),
@@ -121,7 +130,15 @@ WRONG = [
         "def steps_per_process(batches_per_epoch, accumulation, epochs, processes):\n"
         "    return batches_per_epoch // processes // accumulation * epochs\n",
     ),
-    ("q_checkpoint_on", "def turn_on_checkpointing(model):\n    pass\n"),
+    # half the layers; then the right layers with a third more FLOPs, as if every layer were recomputed
+    (
+        "q_half_memory",
+        'predicted_12 = {"layers": 6, "flops": 1 + 6 / 36}\npredicted_9 = {"layers": 5, "flops": 1.2}\n',
+    ),
+    (
+        "q_half_memory",
+        'predicted_12 = {"layers": 7, "flops": 4 / 3}\npredicted_9 = {"layers": 5, "flops": 4 / 3}\n',
+    ),
     # no average on exit; then data parallel at every micro-batch
     (
         "q_predict_syncs",

@@ -2,7 +2,8 @@
 
 `effitrain build` (effitrain_lessons.course.build) makes, from each Otter Assign master in lessons/,
 a learner edition (notebooks/), a solution edition (notebooks/solutions/) and the autograder
-material (autograder/). nbval runs every edition top to bottom; these tests check the rest.
+material (autograder/). tests/test_lesson_runs.py and the browser tests run the editions top to
+bottom; these tests check the rest.
 """
 
 import json
@@ -220,7 +221,7 @@ def test_learner_edition_has_no_solutions_and_no_hidden_tests(name, suffix):
 
 
 # Runs the setup cell, otter's init cell, the answer cells and the check cells of two editions,
-# each in a fresh kernel whose working folder holds a copy of the edition (as under nbval or
+# each in a fresh kernel whose working folder holds a copy of the edition (as under tests/test_lesson_runs.py or
 # JupyterLab), side by side, and prints what each `grader.check` displayed. Started in a namespace
 # without a network where the machine allows it, so the checks are shown to need none.
 EXECUTE = textwrap.dedent(
@@ -286,6 +287,7 @@ def test_exercise_checks_fail_unanswered_and_pass_with_the_solution_offline():
         == [
             'grader.check("q_bytes")',
             'grader.check("q_score_bytes")',
+            'grader.check("q_trade_places")',
         ]
     )
     unanswered, answered = (
@@ -416,6 +418,6 @@ def test_a_wrong_answer_fails_the_public_check_with_what_was_measured():
     assert "1 of 1 public tests failed" in elements_only
     assert "You predicted tensor_bytes((8, 32, 64), torch.float32) = 16,384: that is not what was measured." in elements_only
     assert "65,536" not in elements_only and "65536" not in elements_only
-    assert "a float32 takes 4 bytes" in elements_only
+    assert "Re-read exercise 1's introduction" in elements_only
     unanswered = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: None}))
     assert "should be a number; it is a NoneType" in unanswered
