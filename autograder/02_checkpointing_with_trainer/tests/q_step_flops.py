@@ -20,8 +20,8 @@ test = {   'name': 'q_step_flops',
                                                '...         flops_model(**flops_rows[start:start + 16]).loss.backward()\n'
                                                ">>> want['mflop'] = counted.flops / 1000000.0\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
-                                               ">>> check_prediction('predicted_mflop', got['mflop'], want['mflop'], rel=0.01, why=phrase('Re-read section 4 (the FLOPs row, and where 4/3 comes from) "
-                                               "and section 5 (what one optimizer step runs).'))\n",
+                                               ">>> check_prediction('predicted_mflop', got['mflop'], want['mflop'], rel=0.01, why=phrase('Re-read section 4 (the FLOPs row, and what checkpointing "
+                                               "adds) and section 5 (what one optimizer step runs).'))\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
