@@ -30,8 +30,11 @@ SOLUTIONS = ROOT / "notebooks" / "solutions"
 # lesson number -> numbers its prose quotes that are not this run's measurements, as the prose writes
 # them, and where each comes from
 ELSEWHERE: dict[str, dict[str, str]] = {
-    "00": {},
-    "01": {},
+    "00": {"5 %": "a setting: exercise 3's tolerance"},
+    "01": {
+        "25 %": "a setting: exercise 1's threshold",
+        "30 %": "Chen et al. 2016, abstract: 48G to 7G with only 30 percent additional running time",
+    },
     "02": {
         "1.26x": "benchmarks/RESULTS.md, FLOPs and time with full checkpointing: BERT-base shape",
         "10 %": "a setting: the warm-up's share of the optimizer steps",

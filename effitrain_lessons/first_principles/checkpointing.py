@@ -8,8 +8,9 @@ what it recomputes, counted; lesson 6 traces its layer with it too):
 
 - the toy A + B = C (`abc`, `ABC_OPS`), and `compare_traces` to set traced cases side by side;
 - `keep_ops_policy` and `log_policy`, a selective-checkpointing policy and a record of what it kept;
-- `deep_stack` and `sweep_segments` measure memory and compute against the number of checkpointed
-  segments k, to hold them against Chen et al. (2016): memory O(n/k + k), one extra forward pass.
+- `deep_stack` and `sweep_segments` measure memory, FLOPs and time against the number of checkpointed
+  segments k, to hold them against Chen et al. (2016): memory O(n/k + k), one extra forward pass of
+  FLOPs; the times as every lesson takes them (`shared.timing`: warm-up, median, middle half).
 
 Its figures are in `figures` and the lines its cells print in `reports`, beside it: this module
 imports no matplotlib.
@@ -19,9 +20,7 @@ from __future__ import annotations
 
 import inspect
 import math
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -30,9 +29,9 @@ from torch.utils.checkpoint import CheckpointPolicy, checkpoint_sequential
 
 from effitrain_lessons.shared import tracing
 from effitrain_lessons.shared.arguments import whole_numbers
-from effitrain_lessons.shared.device import synchronize
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes
+from effitrain_lessons.shared.timing import REPEATS, WARMUP, Ratio, Times, time_alternating
 
 aten = torch.ops.aten
 
@@ -244,6 +243,17 @@ def stack_input(stack: torch.nn.Sequential, batch: int = 64, seed: int = 0) -> t
     return torch.randn(batch, width, generator=torch.Generator().manual_seed(seed))
 
 
+def times_ratio(ratio: Ratio) -> str:
+    """A time ratio in the sweep's style, beside its FLOPs: "x1.38 (1.30-1.45)", the median and the
+    lowest and highest ratio the two middle halves allow."""
+    return phrase(
+        "x{median} ({low}-{high})",
+        median=format_number(ratio.median, ".2f"),
+        low=format_number(ratio.low, ".2f"),
+        high=format_number(ratio.high, ".2f"),
+    )
+
+
 @dataclass(frozen=True)
 class SegmentsRow:
     """One segment count k of the sweep."""
@@ -251,7 +261,7 @@ class SegmentsRow:
     k: int
     kept_bytes: int  # activations kept for backward
     flops: int  # forward + backward + recomputation
-    seconds: float  # the fastest of a few plain steps
+    times: Times  # the timed steps (shared/timing.py): median and middle half
 
 
 @dataclass(frozen=True)
@@ -289,8 +299,9 @@ class SegmentSweep(ShowsAsTable):
     def flops_ratio(self, k: int) -> float:
         return self.row(k).flops / self.baseline.flops
 
-    def seconds_ratio(self, k: int) -> float:
-        return self.row(k).seconds / self.baseline.seconds
+    def time_ratio(self, k: int) -> Ratio:
+        """k's time over k = 1's: the ratio of the medians, and the lowest and highest the spreads allow."""
+        return self.row(k).times / self.baseline.times
 
     def memory_ratio(self, k: int) -> float:
         return self.row(k).kept_bytes / self.baseline.kept_bytes
@@ -299,13 +310,25 @@ class SegmentSweep(ShowsAsTable):
         """One line of numbers for k, e.g. for the explorer's title."""
         row = self.row(k)
         return phrase(
-            "k = {k}: keeps {size} ({share:.0%} of k = 1), FLOPs x{flops:.3f}, time x{seconds:.2f}",
+            "k = {k}: keeps {size} ({share:.0%} of k = 1), FLOPs x{flops:.3f}, time {time}",
             k=k,
             size=format_bytes(row.kept_bytes),
             share=self.memory_ratio(k),
             flops=self.flops_ratio(k),
-            seconds=self.seconds_ratio(k),
+            time=times_ratio(self.time_ratio(k)),
         )
+
+    def time_against_flops(self, k: int) -> str:
+        """Whether the time at k grew more than the FLOPs, by the whole spread of the time ratio, less
+        by the whole spread, or the spread holds the FLOPs ratio: one sentence, from this run."""
+        time, flops = self.time_ratio(k), self.flops_ratio(k)
+        if time.low > flops:
+            verdict = N_("at k = {k} the time grew more than the FLOPs: {time} against x{flops}")
+        elif time.high < flops:
+            verdict = N_("at k = {k} the time grew less than the FLOPs: {time} against x{flops}")
+        else:
+            verdict = N_("at k = {k} the time's spread holds the FLOPs' growth: {time} against x{flops}")
+        return phrase(verdict, k=k, time=times_ratio(time), flops=format_number(flops, ".3f"))
 
     def table(self) -> Table:
         """Every measured k, relative to k = 1, and which k kept the least against sqrt(n)."""
@@ -315,18 +338,26 @@ class SegmentSweep(ShowsAsTable):
                 format_bytes(self.row(k).kept_bytes),
                 format_number(self.memory_ratio(k), ".0%"),
                 f"x{format_number(self.flops_ratio(k), '.3f')}",
-                f"x{format_number(self.seconds_ratio(k), '.2f')}",
+                times_ratio(self.time_ratio(k)),
             )
             for k in self.ks
         ]
         notes = [
             phrase(
-                "least memory at k = {k}; sqrt(n) = {sqrt_n:g} for n = {n} blocks",
+                "least memory at k = {k}; sqrt(n) = {sqrt_n:g} for n = {n} blocks; "
+                "one block's activation: {unit}",
                 k=self.best_k,
                 sqrt_n=self.sqrt_n,
                 n=self.n_blocks,
+                unit=format_bytes(self.unit_bytes),
             ),
-            _("FLOPs: matrix products, as FlopCounterMode counts them; time: the fastest of a few steps"),
+            _("FLOPs: matrix products, as FlopCounterMode counts them"),
+            phrase("time at k = 1: {times}", times=self.baseline.times),
+            _(
+                "time: median over k = 1's; in parentheses, the lowest to highest ratio "
+                "the middle halves allow"
+            ),
+            self.time_against_flops(self.best_k),
         ]
         return Table(["segments k", "kept for backward", "of k = 1", "FLOPs", "time"], rows, notes=notes)
 
@@ -355,12 +386,13 @@ def sweep_segments(
     stack: torch.nn.Sequential,
     x: torch.Tensor,
     segments: Sequence[int] | None = None,
-    repeats: int = 3,
+    warmup: int = WARMUP,
+    repeats: int = REPEATS,
 ) -> SegmentSweep:
     """Measure one training step of `stack` on `x` for each k in `segments` (default: the divisors
     of its length), running it as `checkpoint_sequential(stack, k, x, use_reentrant=False)`.
-    k = 1 is the plain stack. On a CPU the steps run on one thread, so that the times are steady.
-    Used by lesson 1."""
+    k = 1 is the plain stack. Memory and FLOPs come from one traced step per k; the times from
+    `warmup` + `repeats` plain steps per k, the k taking turns (shared/timing.py). Used by lesson 1."""
     if not isinstance(stack, torch.nn.Sequential):
         raise TypeError(_("sweep_segments needs a torch.nn.Sequential (e.g. deep_stack(36))."))
     n = len(stack)
@@ -375,43 +407,28 @@ def sweep_segments(
         )
     whole_numbers(repeats=repeats)
 
-    def segmented(k: int) -> Callable:
-        return lambda x: checkpoint_sequential(stack, k, x, use_reentrant=False)
+    def step(k: int) -> Callable[[], None]:
+        def run() -> None:
+            stack.zero_grad(set_to_none=True)
+            checkpoint_sequential(stack, k, x, use_reentrant=False).sum().backward()
 
-    rows = []
-    with _one_cpu_thread(x.device):
-        for k in segments:
-            trace = tracing.trace_step(segmented(k), {"x": x}, parameters=stack)
-            seconds = []
-            for _repeat in range(repeats):  # not `_`: that name is the translation function here
-                stack.zero_grad(set_to_none=True)
-                synchronize(x.device)
-                start = time.perf_counter()
-                segmented(k)(x).sum().backward()
-                synchronize(x.device)
-                seconds.append(time.perf_counter() - start)
-            rows.append(
-                SegmentsRow(k=k, kept_bytes=trace.kept_bytes, flops=trace.flops, seconds=min(seconds))
-            )
+        return run
+
+    traces = {
+        k: tracing.trace_step(
+            lambda x, k=k: checkpoint_sequential(stack, k, x, use_reentrant=False),
+            {"x": x},
+            parameters=stack,
+        )
+        for k in segments
+    }
+    times = time_alternating({str(k): step(k) for k in segments}, x.device, warmup, repeats)
     stack.zero_grad(set_to_none=True)
-    return SegmentSweep(
-        n_blocks=n, unit_bytes=x.shape[0] * _width_out(stack) * x.element_size(), rows=tuple(rows)
+    rows = tuple(
+        SegmentsRow(k=k, kept_bytes=traces[k].kept_bytes, flops=traces[k].flops, times=times[str(k)])
+        for k in segments
     )
-
-
-@contextmanager
-def _one_cpu_thread(device: torch.device) -> Iterator[None]:
-    """On a CPU, time on one thread: with several, a busy machine makes them wait for each other
-    and the timings measure the machine's other programs, not the step."""
-    if device.type != "cpu":
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+    return SegmentSweep(n_blocks=n, unit_bytes=x.shape[0] * _width_out(stack) * x.element_size(), rows=rows)
 
 
 def _width_out(stack: torch.nn.Sequential) -> int:

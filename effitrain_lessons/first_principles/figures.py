@@ -17,13 +17,20 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Circle, FancyArrowPatch, Patch
 from matplotlib.ticker import MaxNLocator
 
-from effitrain_lessons.first_principles.checkpointing import SegmentSweep, chen_flops_ratio, chen_memory
+from effitrain_lessons.first_principles.checkpointing import (
+    SegmentSweep,
+    chen_flops_ratio,
+    chen_memory,
+    times_ratio,
+)
 from effitrain_lessons.first_principles.reports import batch_label
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import TrainingMemory, format_bytes
 from effitrain_lessons.shared.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish
 from effitrain_lessons.shared.tracing import StepTrace
+
+TIME_COLOUR = "#4c72b0"  # the measured time, beside the FLOPs (STATUS_COLOURS["recomputed"])
 
 # The A + B = C graph: where each node goes, what it is called, what it does, and the edges between them.
 _NODES = {
@@ -152,16 +159,17 @@ def plot_checkpoint_graph(traces: StepTrace | Mapping[str, StepTrace], title: st
 
 
 def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) -> Figure:
-    """Memory (left) and FLOPs (right) of the deep stack against the number of segments k: measured
-    points, Chen et al.'s model (memory n/k + k - 1 block activations; FLOPs 1 + (1 - 1/k)/3), and
-    k = sqrt(n) marked. The title says the trade at the k that keeps least. `highlight` circles one
-    measured k and gives its numbers. Times are in the sweep's table, not here: on a CPU these small
-    blocks take too little time for its noise to be read as a trend."""
+    """Memory (left), and FLOPs and time (right), of the deep stack against the number of segments k,
+    each relative to k = 1: measured points, Chen et al.'s model (memory n/k + k - 1 block
+    activations; FLOPs 1 + (1 - 1/k)/3), and k = sqrt(n) marked. The time is the median of the timed
+    steps, its error bar the lowest to the highest ratio the middle halves allow (shared/timing.py).
+    The title says the trade at the k that keeps least. `highlight` circles one measured k and gives
+    its numbers."""
     if not isinstance(sweep, SegmentSweep):
         raise TypeError(_("plot_segments_tradeoff needs the result of sweep_segments(...)."))
     n, ks = sweep.n_blocks, sweep.ks
     smooth = [1 + i * (n - 1) / 200 for i in range(201)]
-    fig, (memory_ax, compute_ax) = plt.subplots(1, 2, figsize=(7.5, 3.9), layout="constrained")
+    fig, (memory_ax, compute_ax) = plt.subplots(1, 2, figsize=(7.5, 4.4), layout="constrained")
 
     unit = sweep.unit_bytes / 2**10
     memory_ax.plot(
@@ -186,19 +194,29 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
         [chen_flops_ratio(k) for k in smooth],
         "--",
         color="#888888",
-        label=_("model: 1 + (1 - 1/k)/3"),
+        label=_("FLOPs model: 1 + (1 - 1/k)/3"),
     )
     compute_ax.plot(
         ks,
         [sweep.flops_ratio(k) for k in ks],
         "o-",
         color=STATUS_COLOURS["recomputed"],
-        label=_("measured"),
+        label=_("FLOPs, measured"),
     )
-    compute_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8)
-    compute_ax.text(1, 4 / 3, " " + _("one extra forward (4/3)"), va="bottom", fontsize=9, color="#777777")
-    compute_ax.set_ylim(0.95, 1.4)
-    compute_ax.set_ylabel(_("FLOPs relative to k = 1"))
+    times = [sweep.time_ratio(k) for k in ks]
+    compute_ax.errorbar(
+        ks,
+        [t.median for t in times],
+        yerr=[[t.median - t.low for t in times], [t.high - t.median for t in times]],
+        fmt="s-",
+        color=TIME_COLOUR,
+        ms=4,
+        capsize=3,
+        label=_("time (median, middle half)"),
+    )
+    compute_ax.axhline(4 / 3, color="#bbbbbb", lw=0.8, label=_("one extra forward (4/3)"))
+    compute_ax.set_ylim(0.95, max(1.4, 1.05 * max(t.high for t in times)))
+    compute_ax.set_ylabel(_("FLOPs and time relative to k = 1"))
 
     for ax in (memory_ax, compute_ax):
         ax.set_xscale("log")
@@ -213,13 +231,25 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
         )
         ax.set_xlabel(phrase("segments k (n = {n} blocks)", n=n))
         ax.spines[["top", "right"]].set_visible(False)
-        ax.legend(fontsize=9, frameon=False, loc="lower right" if ax is compute_ax else "upper center")
+    memory_ax.legend(fontsize=9, frameon=False, loc="upper center")
+    # the right panel's legend under it, less k = sqrt(n), which the left one names
+    shown = [(h, label) for h, label in zip(*compute_ax.get_legend_handles_labels()) if "√n" not in label]
+    fig.legend(
+        [h for h, _label in shown],
+        [label for _h, label in shown],
+        loc="outside lower right",
+        ncols=2,
+        fontsize=8,
+        frameon=False,
+    )
     best = sweep.best_k
     title = phrase(
-        "{k} segments keep the least: {share:.0%} of the activations, for x{flops:.2f} the FLOPs",
+        "{k} segments keep the least: {share:.0%} of the activations,\n"
+        "for x{flops:.2f} the FLOPs and {time} the time",
         k=best,
         share=sweep.memory_ratio(best),
         flops=sweep.flops_ratio(best),
+        time=times_ratio(sweep.time_ratio(best)),
     )
     if highlight is not None:
         row = sweep.row(highlight)
@@ -228,11 +258,12 @@ def plot_segments_tradeoff(sweep: SegmentSweep, highlight: int | None = None) ->
             [highlight], [sweep.flops_ratio(highlight)], "o", ms=14, mfc="none", mec="black", mew=1.5
         )
         title += "\n" + phrase(
-            "circled, k = {k}: keeps {size} ({share:.0%}), FLOPs x{flops:.3f}",
+            "circled, k = {k}: keeps {size} ({share:.0%}), FLOPs x{flops:.3f}, time {time}",
             k=highlight,
             size=format_bytes(row.kept_bytes),
             share=sweep.memory_ratio(highlight),
             flops=sweep.flops_ratio(highlight),
+            time=times_ratio(sweep.time_ratio(highlight)),
         )
     fig.suptitle(title, fontsize=10)
     return finish(fig)
@@ -297,14 +328,15 @@ def _memory_over_step(n_layers: int, segments: int) -> list[tuple[str, int, int]
 
 
 def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
-    """A drawn (not measured) picture of one training step: activations held over time, without
-    checkpointing (top) and with the layers cut into `segments` segments (bottom), on one time axis
-    counted in layer forwards (a layer's backward costs two). Used by lesson 1.
+    """A drawn (not measured) picture of one training step: activations held as the step goes,
+    without checkpointing (top) and with the layers cut into `segments` segments (bottom), on one
+    axis of FLOPs counted in layer forwards (a layer's backward counts two). Used by lesson 1.
 
     Without, memory climbs with every layer of the forward pass and falls in the backward pass.
     With, the forward pass keeps only each segment's input, and the last segment's activations; the
     backward pass recomputes each earlier segment (orange) before going back through it. The peak
-    falls from n to n/k + k - 1, and the step grows by (k - 1) n/k forwards: x1.22 for 12 layers in 3."""
+    falls from n to n/k + k - 1, and the step's FLOPs grow by (k - 1) n/k layer forwards: x1.22 for
+    12 layers in 3. The axis counts FLOPs, not measured time (the sweep measures that)."""
     whole_numbers(n_layers=n_layers, segments=segments)
     if segments < 2 or n_layers % segments:
         raise ValueError(
@@ -337,7 +369,7 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
         ax.text(
             costs[k],
             peaks[k],
-            phrase("peak {peak}, step {cost}", peak=peaks[k], cost=costs[k]) + " ",
+            phrase("peak {peak}, FLOPs {cost}", peak=peaks[k], cost=costs[k]) + " ",
             ha="right",
             va="bottom",
             fontsize=9,
@@ -347,14 +379,14 @@ def draw_checkpointing_memory(n_layers: int = 12, segments: int = 3) -> Figure:
         ax.spines[["top", "right"]].set_visible(False)
     axes[1].set_xlim(0, costs[segments] * 1.02)
     axes[1].set_ylim(0, n_layers * 1.18)
-    axes[1].set_xlabel(_("time, in layer forward passes (a layer's backward costs two)"))
+    axes[1].set_xlabel(_("FLOPs, in layer forward passes (a layer's backward counts two)"))
     fig.supylabel(_("activations held (layers)"), fontsize=10)  # one label for both rows
     handles = [Patch(color=c, label=_(phase)) for phase, c in colours.items()]
     fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=9)
     fig.suptitle(
         phrase(
             "{k} segments cut the peak from {plain_peak} to {peak} layers\n"
-            "for a step x{ratio:.2f} as long ({plain_cost} → {cost}); drawn, not measured",
+            "for x{ratio:.2f} the FLOPs ({plain_cost} → {cost} layer forwards); drawn, not measured",
             k=segments,
             plain_peak=peaks[1],
             peak=peaks[segments],

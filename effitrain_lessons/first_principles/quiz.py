@@ -39,7 +39,7 @@ QUESTIONS: tuple[Question, ...] = (
         answer=1,
         why=N_(
             "The last segment is not checkpointed, so the backward pass starts on its kept "
-            "activations; that is why the step costs x1.22, not x1.33, at k = 3."
+            "activations; that is why the FLOPs grow x1.22, not x1.33, at k = 3."
         ),
     ),
     Question(

@@ -19,8 +19,8 @@ QUESTIONS: tuple[Question, ...] = (
         ],
         answer=1,
         why=N_(
-            "Parameters and gradients exist whether or not a step runs; the saved activations are what "
-            "checkpointing removes."
+            "Parameters and their gradients take the same bytes whatever the batch; the saved activations "
+            "grow with it, and they are what checkpointing reduces."
         ),
     ),
     Question(

@@ -10,8 +10,8 @@ test = {   'name': 'q_bytes',
                                                '>>> want = {}\n'
                                                ">>> want['bytes'] = torch.empty(8, 32, 64, dtype=torch.float32).nbytes\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
-                                               ">>> check_prediction('tensor_bytes((8, 32, 64), torch.float32)', got['bytes'], want['bytes'], why=phrase('A tensor takes (number of elements) x (bytes "
-                                               "per element), and a float32 takes 4 bytes.'))\n",
+                                               '>>> check_prediction(\'tensor_bytes((8, 32, 64), torch.float32)\', got[\'bytes\'], want[\'bytes\'], why=phrase("Re-read exercise 1\'s introduction: '
+                                               'what a dtype knows about its elements."))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'

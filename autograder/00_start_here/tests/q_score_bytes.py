@@ -10,8 +10,8 @@ test = {   'name': 'q_score_bytes',
                                                '>>> want = {}\n'
                                                ">>> want['bytes'] = torch.empty(8, model.config.num_attention_heads, 32, 32, dtype=torch.bfloat16).nbytes\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
-                                               ">>> check_prediction('score_bytes(8, 32, torch.bfloat16)', got['bytes'], want['bytes'], why=phrase('One score per pair of tokens, per head, per "
-                                               "sequence: count the elements of that shape, and a bfloat16 takes 2 bytes. The number of heads is model.config.num_attention_heads.'))\n",
+                                               '>>> check_prediction(\'score_bytes(8, 32, torch.bfloat16)\', got[\'bytes\'], want[\'bytes\'], why=phrase("Re-read exercise 2\'s introduction: what the '
+                                               'attention computes a score for; and exercise 1: the bytes of each element."))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'

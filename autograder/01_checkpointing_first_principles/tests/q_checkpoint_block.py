@@ -16,8 +16,8 @@ test = {   'name': 'q_checkpoint_block',
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                '>>> assert got[\'kind\'] == \'Tensor\' and type(got[\'out\']) is np.ndarray, phrase("checkpointed_block(x) should return the block\'s output, a '
                                                'tensor")\n'
-                                               ">>> assert got['dtype'] == want['dtype'] and close(got['out'], want['out']), phrase('checkpointed_block(x) gives another output than block(x): run the "
-                                               "block itself inside checkpoint(...)')\n",
+                                               ">>> assert got['dtype'] == want['dtype'] and close(got['out'], want['out']), phrase('checkpointed_block(x) gives another output than block(x): re-read "
+                                               "section 2, With checkpointing: delete A and B')\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
@@ -32,8 +32,8 @@ test = {   'name': 'q_checkpoint_block',
                                                ">>> want['kept_bytes'] = trace_step(block, {'x': x_block}).kept_bytes\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert got['kind'] == 'Tensor', phrase('checkpointed_block(x) should return a tensor')\n"
-                                               ">>> assert got['kept_bytes'] <= 0.25 * want['kept_bytes'], phrase('the block still keeps {kept} of {plain} bytes: run it inside checkpoint(...)', "
-                                               "kept=got['kept_bytes'], plain=want['kept_bytes'])\n",
+                                               ">>> assert got['kept_bytes'] <= 0.25 * want['kept_bytes'], phrase('the block still keeps {kept} of {plain} bytes: re-read section 2, With "
+                                               "checkpointing', kept=got['kept_bytes'], plain=want['kept_bytes'])\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
@@ -50,7 +50,7 @@ test = {   'name': 'q_checkpoint_block',
                                                ">>> want['gradients'] = trace_step(block, {'x': x_block}).gradients\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert got['kind'] == 'Tensor', phrase('checkpointed_block(x) should return a tensor')\n"
-                                               ">>> assert got['recomputed'] > 0, phrase('nothing ran again during the backward pass: run the block inside checkpoint(...)')\n"
+                                               ">>> assert got['recomputed'] > 0, phrase('nothing ran again during the backward pass: re-read section 2, With checkpointing')\n"
                                                ">>> for name in want['gradients']:\n"
                                                '...     assert close(got[\'gradients\'].get(name), want[\'gradients\'][name]), phrase("the gradient of {name} is not the plain block\'s", name=name)\n',
                                        'hidden': False,

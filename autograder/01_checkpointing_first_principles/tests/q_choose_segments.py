@@ -15,11 +15,11 @@ test = {   'name': 'q_choose_segments',
                                                ">>> assert type(k) is int and k >= 1 and (20 % k == 0), phrase('choose_segments(20) should be a whole number of segments that splits the 20 blocks "
                                                "evenly')\n"
                                                '>>> least = min((kept for kept, flops in rows.values()))\n'
-                                               ">>> assert rows[str(k)][0] == least, phrase('another k keeps fewer activations for these 20 blocks than yours: re-read section 3, the memory model n/k "
-                                               "+ k - 1')\n"
+                                               ">>> assert rows[str(k)][0] == least, phrase('another k keeps fewer activations for these 20 blocks than yours: re-read section 3, From toy to real: a "
+                                               "deep stack')\n"
                                                '>>> cheapest = min((flops for kept, flops in rows.values() if kept == least))\n'
-                                               ">>> assert rows[str(k)][1] == cheapest, phrase('another k keeps the same memory as yours for fewer FLOPs: re-read section 3, what each checkpointed "
-                                               "segment costs')\n",
+                                               ">>> assert rows[str(k)][1] == cheapest, phrase('another k keeps the same memory as yours for fewer FLOPs: re-read section 3, From toy to real: a deep "
+                                               "stack')\n",
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> from effitrain_lessons.first_principles.checkpointing import deep_stack, stack_input, sweep_segments\n'
