@@ -84,7 +84,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Gradient checkpointing with `Accelerator`",
         "`Accelerator` ile gradyan kontrol noktaları",
         minutes=40,
-        questions=("q_steps_per_process", "q_checkpoint_on"),
+        questions=("q_steps_per_process", "q_half_memory"),
         figures=("plot_schedules", "plot_loop_curves"),
         slides="5-6",
     ),
@@ -95,7 +95,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Local SGD",
         "Yerel SGD",
         minutes=45,
-        questions=("q_predict_syncs", "q_fix_loop"),
+        questions=("q_predict_syncs", "q_crossover_k"),
         figures=(
             "draw_data_parallel_and_local_sgd",
             "plot_local_sgd_sweep",
@@ -112,7 +112,7 @@ LESSONS: tuple[Lesson, ...] = (
         "From Local SGD to DiLoCo",
         "Yerel SGD'den DiLoCo'ya",
         minutes=45,
-        questions=("q_outer_step", "q_communication"),
+        questions=("q_outer_momentum", "q_communication"),
         figures=("draw_diloco", "plot_diloco_losses", "plot_outer_steps", "plot_bytes_against_loss"),
     ),
     Lesson(
@@ -122,7 +122,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Will it fit?",
         "Sığar mı?",
         minutes=50,
-        questions=("q_layer_bytes", "q_plan_run"),
+        questions=("q_layer_bytes", "q_checkpointed_bytes"),
         figures=("plot_memory_estimates", "plot_recompute_pareto"),
     ),
     Lesson(
@@ -132,8 +132,8 @@ LESSONS: tuple[Lesson, ...] = (
         "Checkpointing your own model",
         "Kendi modelinize kontrol noktası uygulamak",
         minutes=40,
-        questions=("q_choose_blocks",),
-        figures=("plot_choices",),
+        questions=("q_choose_blocks", "q_predict_peak"),
+        figures=("plot_peaks",),
     ),
 )
 

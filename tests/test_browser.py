@@ -11,8 +11,9 @@ responds when moved. A screenshot of each lesson after Run All is saved under
 `test_a_lesson_that_raises_fails` runs the same check on a deliberately broken copy of a lesson
 and requires it to fail, so the check is known to catch a lesson that raises in the browser.
 
-This is the learner editions' one full run in `make test`, English and Turkish (tests/test_lesson_runs.py runs the
-English solution editions; pyproject.toml says which run proves what). Under `make test` the English
+This is the learner editions' one full run in `make test`, English and Turkish
+(tests/test_lesson_runs.py runs the English solution editions; pyproject.toml says which run proves
+what). Under `make test` the English
 and the Turkish editions run on two pytest-xdist workers side by side, each with its own JupyterLab
 and Chromium (tests/conftest.py).
 """

@@ -40,29 +40,18 @@ RIGHT = {
         ['predicted_12["layers"]', 'predicted_12["flops"]'],
     ),
     "q_predict_syncs": ("04_local_sgd", ["predicted_syncs(24, 7, 2)[0]", "predicted_syncs(24, 7, 2)[1]"]),
-    "q_fix_loop": ("04_local_sgd", []),
-    "q_outer_step": ("05_diloco", []),
+    "q_crossover_k": ("04_local_sgd", ["crossover_d"]),
+    "q_outer_momentum": ("05_diloco", ["last_step_h16"]),
     "q_communication": ("05_diloco", ['communication(20, 6, 2, False, "fp32")']),
-    "q_layer_bytes": ("06_will_it_fit", ["layer_activation_bytes(32, 2, 64, 4, 256)"]),
-    "q_plan_run": ("06_will_it_fit", ['plan_run("bert-large-uncased", "T4", 512, 512)[1]']),
+    "q_layer_bytes": ("06_will_it_fit", ["layer_activation_bytes(32, 2, 64, 4, 256, dropout=False)"]),
+    "q_checkpointed_bytes": ("06_will_it_fit", ['predicted_checkpointed["3 layers"]']),
     "q_choose_blocks": (
         "07_checkpoint_your_own_model",
         # the blocks chosen, as one number: bit i for block i
         ["sum(2**i for i in choose_blocks(uneven, uneven_ids, uneven_targets, BUDGET))"],
     ),
+    "q_predict_peak": ("07_checkpoint_your_own_model", ['predicted_peak_mib["batch 4"]']),
 }
-
-PLAN_RUN = """
-def plan_run(model, gpu, batch, seq):
-    precision = {precision}
-    for k in range(1, batch + 1):
-        if batch % k == 0 and estimate(
-            model, batch=batch, seq=seq, accumulation=k, precision=precision,
-            checkpointing={checkpointing}, attention="sdpa",
-        ).fits(gpu):
-            return precision, k
-    return precision, None
-"""
 
 # (question, a plausible mistake): each reaches a different public sentence
 WRONG = [
@@ -130,14 +119,14 @@ WRONG = [
         "def steps_per_process(batches_per_epoch, accumulation, epochs, processes):\n"
         "    return batches_per_epoch // processes // accumulation * epochs\n",
     ),
-    # half the layers; then the right layers with a third more FLOPs, as if every layer were recomputed
+    # half the layers; then one too many, with a third more FLOPs as if every layer were recomputed
     (
         "q_half_memory",
         'predicted_12 = {"layers": 6, "flops": 1 + 6 / 36}\npredicted_9 = {"layers": 5, "flops": 1.2}\n',
     ),
     (
         "q_half_memory",
-        'predicted_12 = {"layers": 7, "flops": 4 / 3}\npredicted_9 = {"layers": 5, "flops": 4 / 3}\n',
+        'predicted_12 = {"layers": 8, "flops": 4 / 3}\npredicted_9 = {"layers": 5, "flops": 4 / 3}\n',
     ),
     # no average on exit; then data parallel at every micro-batch
     (
@@ -150,13 +139,10 @@ WRONG = [
         "def predicted_syncs(micro_batches, k, accumulation):\n"
         "    return micro_batches // k + 1, micro_batches\n",
     ),
-    ("q_fix_loop", "fixed_loop = broken_loop\n"),
-    (
-        "q_outer_step",
-        "def outer_step_by_hand(global_parameters, worker_parameters, momenta, lr=0.7, momentum=0.9):\n"
-        "    for i, theta in enumerate(global_parameters):\n"
-        "        theta.sub_(lr * sum(theta - w[i] for w in worker_parameters) / len(worker_parameters))\n",
-    ),
+    # the crossover of link D as the model has it, before rounding up to a whole K
+    ("q_crossover_k", "crossover_d = 2\ncrossover_e = 2\n"),
+    # the ceiling the step settles at, not where it is after 8 rounds
+    ("q_outer_momentum", "last_step_h16 = 7.0\nlast_step_h4 = 7.0\n"),
     # Local SGD's rule: one more on exit
     (
         "q_communication",
@@ -174,18 +160,22 @@ WRONG = [
         "    return {'synchronizations': syncs, 'calls': syncs * (1 if bucketed else tensors),\n"
         "            'bytes': syncs * numbers * 4 * processes}\n",
     ),
-    # without attention dropout's mask and output
+    # without attention dropout's mask and output, whatever the dropout
     (
         "q_layer_bytes",
         "def layer_activation_bytes(s, b, h, a, f, dropout=True):\n"
         "    return 4 * (10 * s * b * h + 2 * s * b * f + a * s * s * b + 4 * s * b)\n",
     ),
-    # bf16 on a T4, the right accumulation otherwise
-    ("q_plan_run", PLAN_RUN.format(precision='"bf16"', checkpointing=True)),
-    # planned without gradient checkpointing: too many micro-batches
-    ("q_plan_run", PLAN_RUN.format(precision="mixed_precision(gpu)", checkpointing=False)),
-    ("q_plan_run", 'def plan_run(model, gpu, batch, seq):\n    return "fp16", 2\n'),
-    ("q_plan_run", "def plan_run(model, gpu, batch, seq):\n    return [mixed_precision(gpu), 8]\n"),
+    # the estimate's terms with dropout, the dropout flag ignored
+    (
+        "q_layer_bytes",
+        "def layer_activation_bytes(s, b, h, a, f, dropout=True):\n"
+        "    return 4 * (10 * s * b * h + 2 * s * b * f + 3 * a * s * s * b + 4 * s * b)\n",
+    ),
+    # each layer's input only, what lies outside the layers forgotten; then every layer kept whole
+    ("q_checkpointed_bytes", 'predicted_checkpointed = {"3 layers": 3 * 128 * 2 * 768 * 4, "4 layers": 0}\n'),
+    ("q_checkpointed_bytes", 'predicted_checkpointed = {"3 layers": 59_018_276, "4 layers": 51_358_260}\n'),
+    ("q_checkpointed_bytes", "predicted_checkpointed = 4_742_180\n"),
     # every block: it fits, but recomputes more than it needs to
     (
         "q_choose_blocks",
@@ -210,6 +200,10 @@ WRONG = [
         "    return chosen\n",
     ),
     ("q_choose_blocks", "def choose_blocks(model, ids, targets, budget):\n    return (0, 3)\n"),
+    # the peak halved with the batch, as if the activations set it; then the bytes kept, not the peak
+    ("q_predict_peak", 'predicted_peak_mib = {"batch 4": 2.56, "SGD": 2.3}\n'),
+    ("q_predict_peak", 'predicted_peak_mib = {"batch 4": 0.87, "SGD": 1.74}\n'),
+    ("q_predict_peak", "predicted_peak_mib = [5.12, 4.6]\n"),
 ]
 
 

@@ -203,9 +203,9 @@ def test_the_diloco_explorer_reruns_with_the_sliders_values(shown):
     assert status.value == "Move H or the outer learning rate to run again." and calls == []
     h_slider.value = 8
     assert calls == [(8, 0.7)] and shown[-1] == ("update", shown[-1][1]) and shown[-1][1] is not first
-    assert status.value == "H=8, outer lr 0.7: measured just now."
+    assert status.value == "H = 8, outer lr 0.7: measured just now."
     lr_slider.value = 1.0
-    assert calls == [(8, 0.7), (8, 1.0)] and status.value == "H=8, outer lr 1: measured just now."
+    assert calls == [(8, 0.7), (8, 1.0)] and status.value == "H = 8, outer lr 1: measured just now."
     assert [kind for kind, _ in shown] == ["display", "display", "update", "update"]
 
 
@@ -236,7 +236,7 @@ def test_the_local_sgd_explorer_keeps_its_controls_and_words(shown):
     menu.value = 3
     assert (
         calls == [(8, 3)]
-        and status.value == "K=8, 3 processes: measured just now."
+        and status.value == "K = 8, 3 processes: measured just now."
         and shown[-1][0] == "update"
     )
     slider.value = 16

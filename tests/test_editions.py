@@ -221,7 +221,8 @@ def test_learner_edition_has_no_solutions_and_no_hidden_tests(name, suffix):
 
 
 # Runs the setup cell, otter's init cell, the answer cells and the check cells of two editions,
-# each in a fresh kernel whose working folder holds a copy of the edition (as under tests/test_lesson_runs.py or
+# each in a fresh kernel whose working folder holds a copy of the edition (as under
+# tests/test_lesson_runs.py or
 # JupyterLab), side by side, and prints what each `grader.check` displayed. Started in a namespace
 # without a network where the machine allows it, so the checks are shown to need none.
 EXECUTE = textwrap.dedent(
@@ -416,7 +417,8 @@ def test_a_wrong_answer_fails_the_public_check_with_what_was_measured():
     grader = checks.Notebook(str(ROOT / editions.edition_paths(SAMPLE)["learner"]))
     elements_only = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: math.prod(shape)}))
     assert "1 of 1 public tests failed" in elements_only
-    assert "You predicted tensor_bytes((8, 32, 64), torch.float32) = 16,384: that is not what was measured." in elements_only
+    said = "You predicted tensor_bytes((8, 32, 64), torch.float32) = 16,384: that is not what was measured."
+    assert said in elements_only
     assert "65,536" not in elements_only and "65536" not in elements_only
     assert "Re-read exercise 1's introduction" in elements_only
     unanswered = repr(grader.check("q_bytes", {"tensor_bytes": lambda shape, dtype: None}))

@@ -575,6 +575,7 @@ def test_attacks_score_nothing_and_are_flagged(hostile, name, flag):
     assert result.total <= result.possible and set(result.questions) <= {
         "q_bytes",
         "q_score_bytes",
+        "q_trade_places",
         "q_checkpoint_block",
         "q_keep_matmuls",
         "q_choose_segments",

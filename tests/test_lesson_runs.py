@@ -48,10 +48,19 @@ ELSEWHERE: dict[str, dict[str, str]] = {
         "0.84": "fine-tuned bert-base-uncased on GLUE MRPC, as published results put it",
         "0.87": "fine-tuned bert-base-uncased on GLUE MRPC, as published results put it",
     },
-    "03": {},
-    "04": {},
-    "05": {},
-    "06": {},
+    "03": {"1 %": "a setting: exercise 2's tolerance"},
+    "04": {
+        "25 MB": "DDP's default bucket size (bucket_cap_mb), PyTorch's documentation",
+        "10 ms": "a setting: exercise 3's link D",
+        "4 ms": "a setting: exercise 3's link E",
+    },
+    "05": {"25 MB": "DDP's default bucket size (bucket_cap_mb), PyTorch's documentation"},
+    "06": {
+        "70 %": "Korthikanti et al. 2022: selective recomputation on GPT-3 175B, activation memory",
+        "2.7 %": "Korthikanti et al. 2022: selective recomputation on GPT-3 175B, FLOPs overhead",
+        "1 GiB": "a setting: the memory the lesson stays within (Binder's guarantee)",
+        "0.1": "a setting: BERT's dropout probability",
+    },
     "07": {},
 }
 
@@ -64,6 +73,7 @@ UNITS = {
     "MB": r"\s?MB",
     "ms": r"\s?ms\b",
 }
+SIZE_AND_TIME = ("KiB", "MiB", "GiB", "MB", "ms")
 NUMBER = r"(?<![\w.,])(\d+(?:\.\d+)?)"
 FRACTION = re.compile(r"(?<![\w.,/])(0\.\d+)(?![\d.]*\w)")
 
@@ -101,9 +111,12 @@ def printed_numbers(text: str) -> dict[str, set[float]]:
 
 
 def matches(value: str, unit: str, printed: dict[str, set[float]]) -> bool:
+    """Whether the run printed `value` in `unit`, to the precision the prose gives it. A table may
+    name the unit once, in its header ("MB sent"), so a size or a time may match a printed decimal."""
     decimals = len(value.split(".")[1]) if "." in value else 0
     wanted = float(value)
-    return any(round(number, decimals) == wanted for number in printed[unit])
+    candidates = printed[unit] | (printed[""] if unit in SIZE_AND_TIME and decimals else set())
+    return any(round(number, decimals) == wanted for number in candidates)
 
 
 def output_text(notebook) -> str:

@@ -19,7 +19,6 @@ from torch.utils.checkpoint import checkpoint
 from effitrain_lessons.own_model import figures as own_model_figures
 from effitrain_lessons.own_model import measure as own_model
 from effitrain_lessons.shared.memory import record_saved_tensors
-from effitrain_lessons.shared.tables import format_bytes
 
 VOCAB, SEQ = 32, 8
 
@@ -86,7 +85,7 @@ def test_checkpointing_every_block_keeps_less_computes_more_and_changes_no_gradi
     every = own_model.measure_choice(model, *batch, label="every")
     assert every.saved_bytes < plain.saved_bytes / 2
     assert every.flops > plain.flops
-    assert every.seconds is None
+    assert every.times is None and every.seconds is None
     assert set(every.gradients) == set(plain.gradients) == {n for n, _ in model.named_parameters()}
     assert all(torch.equal(every.gradients[n], plain.gradients[n]) for n in plain.gradients)
     assert all(p.grad is None for p in model.parameters())
@@ -112,13 +111,17 @@ def test_a_wrapped_model_is_measured_under_the_plain_names(batch):
     apply_activation_checkpointing(
         wrapped, checkpoint_wrapper_fn=checkpoint_wrapper, check_fn=lambda m: isinstance(m, Block)
     )
-    table = own_model.measure_choices({"plain": model, "wrapped": wrapped}, *batch, rounds=1)
+    table = own_model.measure_choices({"plain": model, "wrapped": wrapped}, *batch, warmup=1, repeats=3)
     assert table.baseline.label == "plain"
     assert table.gradient_difference("wrapped") == 0.0
     assert table.point("wrapped").saved_bytes < table.baseline.saved_bytes
-    assert all(point.seconds > 0 for point in table.points)
+    # timed as every lesson times: several steps after a warm-up, on the CPU clock
+    assert all(point.times.steps == 3 and point.times.clock == "cpu" for point in table.points)
+    ratio = table.point("wrapped").times / table.baseline.times
     text = str(table.table())
-    assert "plain" in text and "wrapped" in text
+    assert "plain" in text and "wrapped" in text and str(ratio) in text
+    # a cell that ends with the table shows the table, not the dataclass's fields
+    assert repr(table) == text and not text.startswith("ChoiceTable(")
     with pytest.raises(KeyError):
         table.point("nothing")
 
@@ -136,7 +139,7 @@ def test_a_pack_hook_is_handed_activations_and_parameters_apart():
     sizes = own_model.packed_bytes(log)
     assert sizes.parameters == 8 * 4 * 4  # the weight, which addmm saves for x's gradient
     assert sizes.activations == (3 * 8 + 3 * 4) * 4  # x, and tanh's output
-    assert str(sizes) == "a pack hook is handed 144 B of activations and 128 B of parameters"
+    assert str(sizes) == "a pack hook is handed 0.00 MiB of activations and 0.00 MiB of parameters"
 
 
 def test_the_cpu_peak_counts_what_is_alive_at_once_and_not_what_was_there_before():
@@ -161,24 +164,28 @@ def test_a_view_is_not_counted_twice():
     assert own_model.peak_bytes(step) == 2**20
 
 
-def test_the_peak_report_and_the_figure(batch):
-    report = own_model.PeakReport([("plain", 1000, 1500, 2500)], "cpu")
-    assert len(report.table().rows) == 1
-    model, every = Stack(), Stack()
-    every.checkpointed = {0, 1, 2}
-    table = own_model.measure_choices({"plain": model, "every block": every}, *batch, rounds=1)
-    fig = own_model_figures.plot_choices(table, title="a title")
-    gids = {patch.get_gid() for ax in fig.axes for patch in ax.patches}
-    assert gids == {"kept", "time"}
-    assert math.isclose(fig.axes[1].get_xlim()[0], 0.0)
+def test_the_peak_report_and_its_figure():
+    report = own_model.PeakReport([("plain", 1000, 1500, 2500), ("every block", 100, 900, 2500)], "cpu")
+    assert len(report.table().rows) == 2
+    assert repr(report) == str(report.table())  # the table, not the dataclass's fields
+    assert report.table().rows[0][1:] == ["0.00 MiB"] * 3  # one unit, MiB
+    fig = own_model_figures.plot_peaks(report, title="a title")
+    bars = [patch for patch in fig.axes[0].patches]
+    assert [bar.get_gid() for bar in bars] == ["kept", "peak-backward", "peak-step"] * 2
+    assert [bar.get_width() * 2**20 for bar in bars] == pytest.approx([1000, 1500, 2500, 100, 900, 2500])
+    assert math.isclose(fig.axes[0].get_xlim()[0], 0.0)
+    with pytest.raises(ValueError, match="at least one step"):
+        own_model_figures.plot_peaks(own_model.PeakReport([], "cpu"))
 
 
 def test_one_blocks_saving_times_the_blocks_against_every_block():
-    savings = own_model.BlockSavings(one_block=1000, blocks=8, every_block=8000, block_input=1024)
+    savings = own_model.BlockSavings(one_block=2**20, blocks=8, every_block=8 * 2**20, block_input=2**17)
     assert str(savings).splitlines() == [
-        "one block frees 1,000 bytes; 8 times that is 8,000; every block frees 8,000",
-        "a block's input: 1.00 KiB",
+        "one block frees 1.000 MiB; 8 times that is 8.000 MiB; every block frees 8.000 MiB",
+        "equal to the byte: yes",
+        "a block's input: 0.125 MiB",
     ]
+    assert "equal to the byte: no" in str(own_model.BlockSavings(1000, 8, 8001, 0))
 
 
 def offloaded(model, batch):
@@ -217,25 +224,36 @@ def test_offloads_are_measured_against_the_first_and_a_changed_gradient_is_seen(
             "scaled": scaled,
         },
         model,
-        rounds=2,
+        warmup=1,
+        repeats=2,
     )
     plain, on_cpu, wrong = report.runs
     assert [run.label for run in report.runs] == ["no offload", "save_on_cpu", "scaled"]
     assert plain.same_gradients and on_cpu.same_gradients and not wrong.same_gradients
+    assert not wrong.close and wrong.difference > 0  # doubled activations: not float32 rounding
     assert plain.peak > 0 and on_cpu.peak >= plain.peak  # on a CPU, save_on_cpu frees nothing
-    assert all(run.seconds > 0 for run in report.runs)
+    assert all(run.times.steps == 2 for run in report.runs)
     assert all(p.grad is None for p in model.parameters())
     lines = str(report).splitlines()
-    assert lines[0].startswith("no offload: peak ") and lines[2].endswith("the same gradients: no")
-    with pytest.raises(ValueError, match="rounds"):
-        own_model.measure_offloads(offloaded(model, batch), {"none": None}, model, rounds=0)
+    assert lines[0].startswith("no offload: peak ") and lines[0].endswith("gradients: identical")
+    assert "gradients: different (largest difference " in lines[2]
+    with pytest.raises(ValueError, match="repeats"):
+        own_model.measure_offloads(offloaded(model, batch), {"none": None}, model, repeats=0)
+
+
+def test_gradients_within_float32_rounding_are_said_so():
+    from effitrain_lessons.shared.timing import Times
+
+    times = Times((0.01,), (0.01,), "wall")
+    close = own_model.OffloadRun("save_on_cpu", 2**20, times, 3e-9, True)
+    assert close.gradients() == "equal within float32 rounding (largest difference 3.0e-09)"
 
 
 def test_the_parameters_state_is_counted_once_per_parameter():
     model = Stack()
     state = own_model.parameter_state(model)
     assert state.parameter_bytes == 4 * sum(p.numel() for p in model.parameters())
-    size = format_bytes(state.parameter_bytes)
+    size = own_model.in_mib(state.parameter_bytes)
     assert str(state).startswith(f"the parameters: {size}; their gradients: {size} more")
 
 
@@ -262,14 +280,17 @@ def test_the_reports_speak_turkish_with_turkish_numbers(monkeypatch):
     from effitrain_lessons.shared.i18n import ENVIRONMENT
 
     monkeypatch.setenv(ENVIRONMENT, "tr")
+    from effitrain_lessons.shared.timing import Times
+
     savings = own_model.BlockSavings(one_block=2502656, blocks=8, every_block=20021248, block_input=131072)
     assert str(savings).splitlines()[0] == (
-        "bir blok 2.502.656 bayt boşaltır; bunun 8 katı 20.021.248; her blok birlikte 20.021.248 boşaltır"
+        "bir blok 2,387 MiB boşaltır; bunun 8 katı 19,094 MiB; her blok birlikte 19,094 MiB boşaltır"
     )
+    times = Times((2.5,), (2.6,), "cpu")
     report = own_model.OffloadReport(
-        [own_model.OffloadRun("to disk (saved-tensor hooks)", 3 * 2**20, 2.5, True)]
+        [own_model.OffloadRun("to disk (saved-tensor hooks)", 3 * 2**20, times, 0.0, True)]
     )
-    assert (
-        str(report)
-        == "diske (saklanan tensör kancaları): en yüksek 3,00 MiB, adım 2500 ms, aynı gradyanlar: evet"
+    assert str(report) == (
+        "diske (saklanan tensör kancaları): en yüksek 3,00 MiB, adım 2500,0 ms (2500,0-2500,0), "
+        "gradyanlar: özdeş"
     )

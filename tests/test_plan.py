@@ -18,6 +18,7 @@ import torch
 import transformers
 
 from effitrain_lessons.shared.memory import record_saved_tensors, storage_key, training_memory
+from effitrain_lessons.shared.tables import format_bytes
 from effitrain_lessons.will_it_fit import plan
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -672,7 +673,7 @@ def test_one_bert_base_layer_at_the_t4s_shape_against_the_paper():
     paper = 2 * plan.korthikanti_layer_bytes(512, 32, 768, 12)
     scaled = compare.layer_at_scale(shape, settings, per_layer, paper, scores)
     assert str(scaled).splitlines() == [
-        "one layer at s = 512, b = 32: 1.62 GiB (0.933 x twice the paper's 1.73 GiB)",
+        "one layer at s = 512, b = 32: 1.62 GiB; twice the paper's 16-bit formula gives 1.73 GiB",
         "the attention scores' share of it: 52% (5 a s / h = 40 against 34)",
         "12 layers: 19.41 GiB",
     ]
@@ -707,7 +708,13 @@ def test_the_lever_table_asks_the_planners_solvers_for_each_lever():
     assert base[3] == plan.largest_micro_batch("bert-base-uncased", "colab-T4", **baseline) == 18
     assert base[4] == plan.smallest_accumulation("bert-base-uncased", "colab-T4", **baseline) == 2
     hopeless = compare.lever_table("bert-large-uncased", "1GiB", baseline, {"baseline": {}})
-    assert hopeless.rows[0][3:] == [0, "-"]  # nothing fits 1 GiB, not even one sequence
+    assert hopeless.rows[0][3:] == [0, "-", "-"]  # nothing fits 1 GiB, not even one sequence
+    # what each lever saves against the first row, the baseline
+    saved = (
+        plan.estimate("bert-base-uncased", **baseline).total
+        - plan.estimate("bert-base-uncased", **baseline, checkpointing=True).total
+    )
+    assert base[5] == "-" and checkpointed[5] == format_bytes(saved)
 
 
 def test_bytes_per_parameter_in_each_precision():

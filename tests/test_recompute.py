@@ -14,6 +14,7 @@ from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_conte
 
 from effitrain_lessons.first_principles.checkpointing import keep_ops_policy
 from effitrain_lessons.shared.memory import record_saved_tensors, storage_key
+from effitrain_lessons.shared.timing import Times
 from effitrain_lessons.will_it_fit import figures as plan_figures
 from effitrain_lessons.will_it_fit import recompute
 
@@ -74,7 +75,7 @@ def measured():
         for budget in BUDGETS:
             probe.outputs.clear()
             sweep[budget] = recompute.measure_budget(layer, x, budget, loss_fn=probe)
-            outputs[budget] = probe.outputs[0]  # the measured step's (the rest are the timed steps')
+            outputs[budget] = probe.outputs[0]  # the measured step's (a compiled step is not timed)
         restored = torch._functorch.config.activation_memory_budget
     reference = layer(x)
     return {
@@ -239,9 +240,19 @@ def test_the_sweep_restores_the_config(measured):
 # --- the curve ---------------------------------------------------------------------------------
 
 
+def timed(*seconds):
+    """Steps of these times, on the CPU clock."""
+    return Times(seconds, seconds, "cpu")
+
+
 def point(label, saved, flops, budget=None):
     return recompute.RecomputePoint(
-        label=label, saved_bytes=saved, flops=flops, forward_flops=flops // 3, seconds=1.0, budget=budget
+        label=label,
+        saved_bytes=saved,
+        flops=flops,
+        forward_flops=flops // 3,
+        times=None if budget is not None else timed(1.0),
+        budget=budget,
     )
 
 
@@ -305,13 +316,13 @@ def test_a_point_with_wrong_gradients_is_never_optimal_nor_rules_out_another():
 
 
 def test_time_is_a_second_price_among_eager_points_only():
-    slow_selective = replace(point("selective", 50, 10), seconds=1.6)
+    slow_selective = replace(point("selective", 50, 10), times=timed(1.5, 1.6, 1.7))
     curve = recompute.RecomputeCurve(
         [
             point("none", 100, 10),
-            replace(point("full", 0, 14), seconds=1.5),
+            replace(point("full", 0, 14), times=timed(1.5)),
             slow_selective,
-            replace(point("budget 1", 60, 10, budget=1.0), seconds=0.1),  # aot_eager's time: no rival
+            point("budget 1", 60, 10, budget=1.0),  # a compiled step is not timed: no rival on time
         ]
     )
     assert [p.label for p in curve.optimal()] == ["full", "selective"]
@@ -320,10 +331,14 @@ def test_time_is_a_second_price_among_eager_points_only():
     rows = {row[0]: row for row in curve.table().rows}
     assert rows["selective"][7] == "*" and rows["full"][7] == "*+" and rows["none"][7] == "+"
     assert rows["memory budget 1"][5] == "-"  # a compiled step's time is not shown
+    assert rows["selective"][5] == "1.60x (1.55x-1.65x)"  # the median ratio, and the range the spreads allow
+    assert rows["selective"][4] == "+0.0%" and rows["full"][4] == "+40.0%"  # the FLOPs recomputed
     fig = plan_figures.plot_recompute_pareto(curve)
     left, right = fig.axes
-    timed = [line for line in right.get_lines() if line.get_gid() == "time-point"]
-    assert sorted(line.get_xdata()[0] for line in timed) == [1.0, 1.5, 1.6]  # eager only, x no checkpointing
+    points = [line for line in right.get_lines() if line.get_gid() == "time-point"]
+    assert sorted(line.get_xdata()[0] for line in points) == [1.0, 1.5, 1.6]  # eager only, x no checkpointing
+    spreads = [c for c in right.collections if c.get_gid() == "time-spread"]
+    assert len(spreads) == 3  # a bar for each timed point's spread
     with pytest.raises(ValueError, match="cost is"):
         curve.optimal("joules")
 
@@ -331,11 +346,13 @@ def test_time_is_a_second_price_among_eager_points_only():
 def test_measure_steps_times_the_steps_in_turns():
     layer, x = small_layer()
     points = recompute.measure_steps(
-        {"no checkpointing": layer, "full": full(layer)}, x, parameters=layer, rounds=2
+        {"no checkpointing": layer, "full": full(layer)}, x, parameters=layer, warmup=1, repeats=3
     )
     assert [p.label for p in points] == ["no checkpointing", "full"]
     assert points[1].saved_bytes < points[0].saved_bytes and points[1].flops > points[0].flops
-    assert all(0 < p.seconds < 60 for p in points)
+    # timed as every lesson times: the steps after the warm-up, on this process's CPU clock
+    assert all(p.times.steps == 3 and p.times.clock == "cpu" and 0 < p.seconds < 60 for p in points)
+    assert all(p.grad is None for p in layer.parameters())
 
 
 def test_a_layer_can_take_a_registered_attention_function():

@@ -156,12 +156,66 @@ def test_bad_config_is_one_clear_error(change, message):
         LoopConfig(**change).check()
 
 
-def test_reentrant_checkpointing_under_ddp_fails_only_where_ddp_looks_for_unused_parameters():
-    assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=True) == (
-        'stops: "Expected to mark a variable ready only once."'
-    )
+def test_reentrant_checkpointing_under_ddp_fails_with_unused_parameters_and_with_a_layer_run_twice():
+    stops = 'stops: "Expected to mark a variable ready only once."'
+    assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=True) == stops
+    assert checkpointing_under_ddp(use_reentrant=True, shared_layer=True) == stops
+    assert checkpointing_under_ddp(use_reentrant=True) == "trains"
     assert checkpointing_under_ddp(use_reentrant=False, find_unused_parameters=True) == "trains"
-    assert checkpointing_under_ddp(use_reentrant=True, find_unused_parameters=False) == "trains"
+    assert checkpointing_under_ddp(use_reentrant=False, shared_layer=True) == "trains"
+
+
+def test_reentrant_under_ddp_is_one_row_per_case_and_one_column_per_form(monkeypatch):
+    from effitrain_lessons.with_accelerator import train_loop
+
+    calls = []
+
+    def fake(use_reentrant, find_unused_parameters=False, steps=2, shared_layer=False):
+        calls.append((use_reentrant, find_unused_parameters, shared_layer))
+        return "trains"
+
+    monkeypatch.setattr(train_loop, "checkpointing_under_ddp", fake)
+    table = train_loop.reentrant_under_ddp()
+    assert list(table.columns) == ["model and DDP", "use_reentrant=True", "use_reentrant=False"]
+    assert [row[0] for row in table.rows] == list(train_loop.DDP_CASES)
+    assert calls == [
+        (r, f, s) for f, s in ((False, False), (True, False), (False, True)) for r in (True, False)
+    ]
+
+
+def test_watch_training_times_each_optimizer_step(train_rows):
+    model = fresh_model(seed=0)
+    rows = train_rows.select(range(64))
+    with watch_training(model) as run:
+        train(model, rows, rows.select(range(16)), epochs=1, batch_size=8, accumulation=2, cpu=True)
+    assert run.optimizer_steps == 4 and run.micro_batches == 8
+    # the first two steps are warm-up: the other two are timed, on this process's CPU clock
+    assert run.step_times.steps == 2 and run.step_times.clock == "cpu" and run.step_times.median > 0
+    assert str(run.step_times) in str(run.table())
+
+
+def test_the_module_with_the_notebooks_settings_gives_the_notebooks_run(train_rows, tmp_path):
+    """Lesson 03, section 6: the module runs the cell's loop, so with the same settings, seed and
+    device it trains the same model to the same losses and metrics as the notebook did."""
+    out = tmp_path / "result.json"
+    command = [sys.executable, "-m", "effitrain_lessons.with_accelerator.train_loop", "--cpu"]
+    command += ["--epochs", "1", "--train-rows", "160", "--threads", "1", "--json", str(out)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    module = json.loads(out.read_text())
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        model = fresh_model(seed=0)
+        with watch_training(model) as run:
+            metrics = train(
+                model, train_rows.select(range(160)), tokenized_mrpc()["validation"], epochs=1, cpu=True
+            )
+    finally:
+        torch.set_num_threads(threads)
+    assert module["losses"] == run.losses
+    assert (module["accuracy"], module["f1"]) == (metrics["accuracy"], metrics["f1"])
 
 
 def test_module_runs_on_the_cpu(tmp_path):
@@ -265,19 +319,42 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
             {"steps_per_process": lambda batches, accumulation, epochs, processes: batches * epochs},
         )
     )
-    assert "You predicted steps_per_process(40, 4, 2, 3) = 80: too high. Counted: the optimizer" in unsharded
-    floor = repr(
+    assert "You predicted steps_per_process(40, 4, 2, 3) = 80: that is not what was measured." in unsharded
+    assert "Counted: the optimizer" in unsharded and " 8 " not in unsharded
+    half = repr(
         grader.check(
-            "q_steps_per_process",
-            {"steps_per_process": lambda b, accumulation, epochs, n: b // n // accumulation * epochs},
+            "q_half_memory",
+            {"predicted_12": {"layers": 6, "flops": 1.2}, "predicted_9": {"layers": 5, "flops": 1.2}},
         )
     )
-    assert "= 6: too low." in floor and " 8 " not in floor
-    nothing = repr(grader.check("q_checkpoint_on", {"turn_on_checkpointing": lambda model: None}))
-    assert (
-        "measured: after turn_on_checkpointing the step keeps" in nothing
-        and "100% of the plain step's" in nothing
+    assert 'You predicted predicted_12["layers"] = 6: that is not what was measured.' in half
+    assert "Re-read section 3" in half
+    assert " 7" not in half
+
+
+def test_fewest_layers_is_measured_on_the_first_layers():
+    from effitrain_lessons.with_accelerator.layers import (
+        checkpoint_first_layers,
+        checkpointable_layers,
+        fewest_layers,
+        kept_bytes,
     )
+
+    batch = tokenized_mrpc()["train"][:8]
+    model = tiny_bert(num_hidden_layers=6, dropout=False)
+    model.train()
+    plain = kept_bytes(model, batch)
+    checkpoint_first_layers(model, 2)
+    assert [layer.gradient_checkpointing for layer in checkpointable_layers(model)] == [True] * 2 + [
+        False
+    ] * 4
+    # each checkpointed layer keeps only its input: two of six free about a third
+    assert 0.6 < kept_bytes(model, batch) / plain < 0.72
+    # half the activations needs more than half the layers: each checkpointed layer still keeps its input
+    found = fewest_layers(lambda: tiny_bert(num_hidden_layers=6, dropout=False), batch)
+    assert found.layers == 4 and found.flops == pytest.approx(1 + 4 / 18, rel=1e-3)
+    with pytest.raises(ValueError, match="count is a whole number of layers from 0 to 6"):
+        checkpoint_first_layers(model, 7)
 
 
 def test_optimizer_steps_on_one_process_counts_a_shard():

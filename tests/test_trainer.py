@@ -436,7 +436,7 @@ def test_the_splits_table_multiplies_a_micro_batchs_time_by_its_steps():
         [(32, 1, step(4096, 0.010), step(1024, 0.015)), (8, 4, step(1024, 0.003), step(256, 0.004))]
     )
     assert [row[0] for row in table.rows] == ["32 x 1", "8 x 4"]
-    assert table.rows[1][1:] == ["1.00 KiB", "256 B", "12.0", "16.0"]
+    assert table.rows[1][1:] == ["1.00 KiB", "256 B", "12.0 ms (12.0-12.0)", "16.0 ms (16.0-16.0)"]
 
 
 def test_the_cost_figure_says_what_was_measured_in_its_title():

@@ -129,7 +129,7 @@ NOT_INSTALLED = N_(
 LANGUAGE_COMMENT = N_("the language of what the lesson prints and draws")
 THREADS_COMMENT = N_(
     "PyTorch on one CPU thread, so that other programs on a busy laptop do not distort the "
-    "lesson's times (lesson 01, \"How we measured\")"
+    'lesson\'s times (lesson 01, "How we measured")'
 )
 INIT_COMMENT = N_(
     "The exercises' checker: grader.check(\"q_name\") runs that question's tests on your answer."

@@ -147,13 +147,16 @@ def plot_diloco_losses(
     outer_steps: Mapping[str, list[int]] | None = None,
     title: str | None = None,
     baseline: float | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> Figure:
     """The training loss of each run against the step: faint step by step, bold as a trailing mean of
     8 steps (gid "smoothed"), and a row of ticks along the bottom (gid "outer-steps"), in the run's
     colour, at each step listed in `outer_steps[label]`: where that run synchronized. `curves` maps
     a run's label (its legend entry) to its losses. `baseline`, when given, is drawn as a dashed grey
     line (gid "baseline", last in the legend): the loss of always predicting the label frequencies,
-    the plateau a run that learns nothing stays on. Used by lesson 5 and its explorer."""
+    the plateau a run that learns nothing stays on. `colours` maps a label to its run's colour (the
+    same in every figure of the lesson); others take the next of a palette. Used by lesson 5 and its
+    explorer."""
     if not curves:
         raise ValueError(_("plot_diloco_losses needs at least one run's losses."))
     for label, losses in curves.items():
@@ -162,11 +165,11 @@ def plot_diloco_losses(
                 phrase("plot_diloco_losses needs at least one loss per run; {label} has none.", label=label)
             )
     outer_steps = outer_steps or {}
-    colours = ("#4c72b0", "#f08c2e", "#3a9e6f", "#d1495b", "#8172b2", "#937860")
+    given, palette = colours, ("#4c72b0", "#f08c2e", "#3a9e6f", "#d1495b", "#8172b2", "#937860")
     fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
     ticked = [label for label in curves if outer_steps.get(label)]
     for index, (label, losses) in enumerate(curves.items()):
-        colour = colours[index % len(colours)]
+        colour = (given or {}).get(label, palette[index % len(palette)])
         steps = range(1, len(losses) + 1)
         ax.plot(steps, losses, color=colour, alpha=0.25, lw=0.8)
         ax.plot(steps, _trailing_mean(list(losses), 8), color=colour, lw=2, label=label, gid="smoothed")
@@ -240,30 +243,36 @@ def diloco_explorer(
         figure,
         [h_slider, lr_slider],
         _("Move H or the outer learning rate to run again."),
-        lambda h, lr: phrase("running H={h}, outer lr {lr:g}...", h=h, lr=lr),
-        lambda h, lr: phrase("H={h}, outer lr {lr:g}: measured just now.", h=h, lr=lr),
+        lambda h, lr: phrase("running H = {h}, outer lr {lr:g}...", h=h, lr=lr),
+        lambda h, lr: phrase("H = {h}, outer lr {lr:g}: measured just now.", h=h, lr=lr),
     )
 
 
 def plot_outer_steps(
-    runs: Mapping[str, list], title: str | None = None, ceiling: float | None = None
+    runs: Mapping[str, list],
+    title: str | None = None,
+    ceiling: float | None = None,
+    colours: Mapping[str, str] | None = None,
+    styles: Mapping[str, str] | None = None,
 ) -> Figure:
     """Each run's outer steps, as `OptimizerWatch` measured them: against the inner step at which it
     was taken, how many times the averaged pseudo-gradient the outer step moved the global parameters
     (`OuterStep.ratio`; 1: Local SGD), one line with a marker per outer step (gid "ratio"). `runs`
-    maps a run's label to its outer steps. `ceiling`, when given, is drawn dashed (gid "ceiling"):
-    lr / (1 − momentum), where a Nesterov step settles when every pseudo-gradient is the same. Used
-    by lesson 5 to show why DiLoCo at H = 8 stalls."""
+    maps a run's label to its outer steps; `colours` and `styles` (a line style: "-", "--") a label
+    to its run's colour and its seed's line. `ceiling`, when given, is drawn dashed grey (gid
+    "ceiling"): lr / (1 − momentum), where a Nesterov step settles when every pseudo-gradient is the
+    same. Used by lesson 5 to test why DiLoCo at H = 8 stalls."""
     if not runs or not any(runs.values()):
         raise ValueError(_("plot_outer_steps needs at least one run with outer steps."))
-    colours = ("#d1495b", "#4c72b0", "#3a9e6f", "#f08c2e", "#8172b2", "#937860")
+    palette = ("#d1495b", "#4c72b0", "#3a9e6f", "#f08c2e", "#8172b2", "#937860")
     fig, ax = plt.subplots(figsize=(7.5, 4.6), layout="constrained")
     for index, (label, steps) in enumerate(runs.items()):
         ax.plot(
             [outer.step for outer in steps],
             [outer.ratio for outer in steps],
-            color=colours[index % len(colours)],
-            lw=2.2 if index == 0 else 1.5,
+            color=(colours or {}).get(label, palette[index % len(palette)]),
+            linestyle=(styles or {}).get(label, "-"),
+            lw=1.8,
             marker="o",
             markersize=4,
             label=wrapped(label, 45),
@@ -274,7 +283,7 @@ def plot_outer_steps(
             ceiling,
             color="#777777",
             lw=1,
-            linestyle="--",
+            linestyle=":",
             label=phrase("lr / (1 − momentum) = {ceiling:g}", ceiling=ceiling),
             gid="ceiling",
         )
@@ -295,14 +304,16 @@ def plot_bytes_against_loss(
     title: str | None = None,
     baseline: float | None = None,
     target: tuple[float, float] | None = None,
+    colours: Mapping[str, str] | None = None,
 ) -> Figure:
     """Validation loss against megabytes sent per process, x on a log scale. `band` maps a label to
     one curve per seed of (MB, loss) pairs (data parallel evaluated along its run): drawn as the
     area between the seeds (gid "band") and their thin lines. `points` maps a run's label to its
     (MB, loss) pairs, one per seed (gid "runs"). `baseline` is drawn dashed (gid "baseline");
     `target`, (low, high), as a faint strip across the plane (gid "target"): where data parallel's
-    seeds ended, so that a run's end reads against it at any bytes. Used by lesson 5: data parallel,
-    Local SGD and DiLoCo on one plane."""
+    seeds ended, so that a run's end reads against it at any bytes. `colours` maps a point's label to
+    its run's colour (the same in every figure of the lesson). Used by lesson 5: data parallel, Local
+    SGD and DiLoCo on one plane."""
     import numpy as np
 
     if not band and not points:
@@ -317,7 +328,7 @@ def plot_bytes_against_loss(
         for curve in losses:
             ax.plot(sizes, curve, color="#8c8c8c", lw=0.8)
         ax.fill_between([], [], [], color="#8c8c8c", alpha=0.3, label=wrapped(label, 45))
-    colours = ("#f08c2e", "#3a9e6f", "#d1495b", "#4c72b0", "#8172b2", "#937860")
+    palette = ("#f08c2e", "#3a9e6f", "#d1495b", "#4c72b0", "#8172b2", "#937860")
     markers = ("s", "o", "D", "^", "v", "P")
     for index, (label, pairs) in enumerate(points.items()):
         ax.plot(
@@ -327,7 +338,7 @@ def plot_bytes_against_loss(
             marker=markers[index % len(markers)],
             markersize=7,
             mec="white",
-            color=colours[index % len(colours)],
+            color=(colours or {}).get(label, palette[index % len(palette)]),
             label=wrapped(label, 45),
             gid="runs",
         )

@@ -37,19 +37,19 @@ QUESTIONS: tuple[Question, ...] = (
         ),
     ),
     Question(
-        N_("Why does DiLoCo with the paper's outer optimizer stall at H = 8 on this model?"),
+        N_(
+            "DiLoCo with the paper's outer optimizer stalls at H = 8. Which run tests the hypothesis "
+            "that its outer step outgrows the workers' change?"
+        ),
         [
-            N_("it sends too few bytes to learn"),
-            N_(
-                "its outer step grows to several times the workers' averaged change: momentum keeps "
-                "pushing the way earlier rounds went"
-            ),
-            N_("the workers walk apart and their average cancels out"),
+            N_("the same H, data and seeds, with a smaller outer learning rate or no momentum"),
+            N_("the same outer optimizer at H = 32"),
+            N_("the same run with the pseudo-gradient sent in bf16"),
         ],
-        answer=1,
+        answer=0,
         why=N_(
-            "Section 4 measured the outer step against the averaged pseudo-gradient: several times it at "
-            "H = 8, near it in the runs that learn. DiLoCo at H = 32 sends even fewer bytes and learns."
+            "Only the size of the outer step changes, so a run that then learns points at it. At H = 32 "
+            "the communication and the number of outer steps change too; bf16 changes neither."
         ),
     ),
     Question(

@@ -4,7 +4,7 @@ The lesson's cells write and launch the loop and say which runs they compare; th
 and figure labels of those comparisons are written here. Every function takes runs as
 `distributed_runs.launch` returns them (a run: one `ProcessReport` per process, process 0 first),
 reads each run's configuration from its reports (`config_of`), and returns a `Table`, a result
-that prints itself (`print(result)`), or a figure's labelled data (`Curves`, `OuterStepGrowth`,
+that prints itself (`print(result)`), or a figure's labelled data (`Curves`, `OuterStepTest`,
 `BytesPlane`) for the lesson's `plot_*` calls. Nothing here runs a loop.
 
 Used by lesson 5, sections 3 to 8, in that order.
@@ -12,33 +12,43 @@ Used by lesson 5, sections 3 to 8, in that order.
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from effitrain_lessons.diloco.runs import OptimizerWatch, OuterStep, row
-from effitrain_lessons.shared.distributed_runs import ProcessReport, config_of
+from effitrain_lessons.diloco.runs import OptimizerWatch, OuterStep, row, run_name
+from effitrain_lessons.shared.distributed_runs import ProcessReport, compared, config_of
 from effitrain_lessons.shared.i18n import _, format_number, phrase
-from effitrain_lessons.shared.tables import Table
+from effitrain_lessons.shared.tables import ShowsAsTable, Table
 
 Run = list[ProcessReport]  # one run: a report per process, process 0 first
 
 PAPER_H = 500  # the DiLoCo paper's inner steps per outer step
 
+# One colour per setting in every figure of the lesson; the seeds of a setting share it.
+COLOURS = {
+    ("ddp",): "#4c72b0",
+    ("local_sgd", 8): "#937860",
+    ("local_sgd", 32): "#f08c2e",
+    ("diloco", 8, 0.7, 0.9): "#d1495b",
+    ("diloco", 32, 0.7, 0.9): "#3a9e6f",
+    ("diloco", 8, 0.3, 0.9): "#8172b2",
+}
+OTHER_COLOURS = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#8c564b", "#9467bd")
+WARM_COLOUR = "#555555"  # DiLoCo started from data parallel's model
 
-def run_name(run: Run) -> str:
-    """The lesson's name for a run in its figures and sentences: "data parallel", "Local SGD, H = 8"
-    (lesson 4's K), "DiLoCo, H = 32", with the outer optimizer where it is not the paper's."""
+
+def run_colour(run: Run) -> str:
+    """The colour of a run's setting (its mode, H, outer optimizer), the same in every figure."""
     config = config_of(run[0])
     mode = getattr(config, "mode", "ddp")
     if mode == "ddp":
-        return _("data parallel")
-    if mode == "local_sgd":
-        return phrase("Local SGD, H = {h}", h=config.k)
-    if (config.outer_lr, config.outer_momentum) == (1.0, 0.0):
-        return phrase("DiLoCo, H = {h}, outer lr 1, no momentum", h=config.h)
-    if (config.outer_lr, config.outer_momentum) != (0.7, 0.9):
-        return phrase("DiLoCo, H = {h}, outer lr {lr:g}", h=config.h, lr=config.outer_lr)
-    return phrase("DiLoCo, H = {h}", h=config.h)
+        key = ("ddp",)
+    elif mode == "local_sgd":
+        key = ("local_sgd", config.k)
+    else:
+        key = ("diloco", config.h, config.outer_lr, config.outer_momentum)
+    if key in COLOURS:
+        return COLOURS[key]
+    return OTHER_COLOURS[sum(map(ord, repr(key))) % len(OTHER_COLOURS)]
 
 
 def _losses(runs: list[Run], digits: str = ".4f") -> str:
@@ -50,13 +60,13 @@ def _losses(runs: list[Run], digits: str = ".4f") -> str:
 
 
 def parameter_differences(
-    one_round: tuple[Run, Run], whole_run: tuple[Run, Run], seeds: tuple[Run, Run], start
+    one_round: tuple[Run, Run], seeds: tuple[Run, Run], start, whole_run: tuple[Run, Run] | None = None
 ) -> Table:
     """Section 3: the largest difference of a parameter between Local SGD and DiLoCo at outer lr 1
-    without momentum (`one_round`, `whole_run`: each a Local SGD run and its DiLoCo twin), against
-    two scales: data parallel against another seed (`seeds`), and the largest change of a parameter
-    in training (data parallel's final parameters against `start`, the model every run started from).
-    """
+    without momentum (`one_round`, and `whole_run` when given: each a Local SGD run and its DiLoCo
+    twin), against two scales: data parallel against another seed (`seeds`), and the largest change
+    of a parameter in training (data parallel's final parameters against `start`, the model every
+    run started from)."""
     import torch
 
     initial = torch.cat([p.detach().reshape(-1) for p in start.parameters()])
@@ -65,16 +75,17 @@ def parameter_differences(
         return format_number((a[0].parameters() - b[0].parameters()).abs().max().item(), ".1e")
 
     h = config_of(one_round[1][0]).h
-    whole = config_of(whole_run[1][0])
     trained = (seeds[0][0].parameters() - initial).abs().max().item()
-    return Table(
-        ["compared", "largest difference of a parameter", "validation losses"],
+    rows = [
         [
-            [
-                phrase("Local SGD and DiLoCo (lr 1, no momentum): one round of {h} steps", h=h),
-                largest(*one_round),
-                _losses(one_round, ".6f"),
-            ],
+            phrase("Local SGD and DiLoCo (lr 1, no momentum): one round of {h} steps", h=h),
+            largest(*one_round),
+            _losses(one_round, ".6f"),
+        ]
+    ]
+    if whole_run is not None:
+        whole = config_of(whole_run[1][0])
+        rows.append(
             [
                 phrase(
                     "the same, {steps} steps ({rounds} rounds)",
@@ -83,22 +94,17 @@ def parameter_differences(
                 ),
                 largest(*whole_run),
                 _losses(whole_run, ".6f"),
-            ],
-            [
-                _(
-                    "for scale: data parallel against another seed "
-                    "(other initial weights, another data order)"
-                ),
-                largest(*seeds),
-                _losses(seeds, ".6f"),
-            ],
-            [
-                _("for scale: the largest change of a parameter in training"),
-                format_number(trained, ".1e"),
-                "-",
-            ],
+            ]
+        )
+    rows += [
+        [
+            _("for scale: data parallel against another seed (other initial weights, another data order)"),
+            largest(*seeds),
+            _losses(seeds, ".6f"),
         ],
-    )
+        [_("for scale: the largest change of a parameter in training"), format_number(trained, ".1e"), "-"],
+    ]
+    return Table(["compared", "largest difference of a parameter", "validation losses"], rows)
 
 
 # Section 4 ------------------------------------------------------------------------------------
@@ -107,21 +113,23 @@ def parameter_differences(
 @dataclass
 class Curves:
     """A loss figure's data: each run's training losses in process 0 and the steps at which it
-    synchronized, under its label, and the figure's title (`plot_diloco_losses`)."""
+    synchronized, under its label, each run's colour, and the figure's title (`plot_diloco_losses`)."""
 
     losses: dict[str, list[float]]
     outer_steps: dict[str, list[int]]
     title: str
+    colours: dict[str, str] = field(default_factory=dict)
 
 
 def training_curves(runs: list[Run], baseline: float) -> Curves:
     """Section 4's loss figure: each run under its name (`run_name`), ticked where it synchronized
     (data parallel, at every step, is not). The title names the one DiLoCo run that ends above
     `baseline`, the loss of a model that learned nothing, when exactly one does."""
-    losses, outer_steps, stuck = {}, {}, []
+    losses, outer_steps, colours, stuck = {}, {}, {}, []
     for run in runs:
         name, config = run_name(run), config_of(run[0])
         losses[name] = run[0].losses
+        colours[name] = run_colour(run)
         if getattr(config, "mode", "ddp") != "ddp":
             outer_steps[name] = run[0].sync_steps
         if getattr(config, "mode", "ddp") == "diloco" and run[0].eval_loss > baseline:
@@ -130,7 +138,7 @@ def training_curves(runs: list[Run], baseline: float) -> Curves:
         title = phrase("DiLoCo at H = {h} stays on the plateau; the other runs leave it", h=stuck[0])
     else:
         title = _("training loss in process 0")
-    return Curves(losses, outer_steps, title)
+    return Curves(losses, outer_steps, title, colours)
 
 
 def against_data_parallel(run: Run, data_parallel: Run) -> Curves:
@@ -148,6 +156,7 @@ def against_data_parallel(run: Run, data_parallel: Run) -> Curves:
         {reference: data_parallel[0].losses, label: run[0].losses},
         {label: run[0].sync_steps},
         phrase("DiLoCo at H = {h}, outer lr {lr:g}, against data parallel", h=config.h, lr=config.outer_lr),
+        {reference: run_colour(data_parallel), label: run_colour(run)},
     )
 
 
@@ -164,14 +173,14 @@ class Verdicts:
 
     def verdict(self, gap: float) -> str:
         if abs(gap) <= self.spread:
-            return _("within the noise")
+            return _("within that spread")
         return _("DiLoCo better") if gap < 0 else _("DiLoCo worse")
 
     def __str__(self) -> str:
         lines = [
             phrase(
                 "two seeds of data parallel differ by {spread:.4f} in validation loss: "
-                "a smaller gap means nothing here",
+                "with two seeds, a smaller gap tells nothing",
                 spread=self.spread,
             ),
             phrase(
@@ -218,76 +227,121 @@ def diloco_against_local_sgd(
     )
 
 
-@dataclass
-class OuterStepGrowth:
-    """Why a DiLoCo run stalls: its outer steps against the workers' averaged change, beside runs
-    that learn (`plot_outer_steps(growth.steps, title=growth.title, ceiling=growth.ceiling)`).
-    `print` shows the stalled run's median norms over its last rounds and its peak ratio, with
-    another seed's beside it."""
+@dataclass(repr=False)
+class OuterStepTest(ShowsAsTable):
+    """Section 4's test of why a DiLoCo run stalls: settings at the same H that differ only in the
+    outer optimizer, each run with its seeds. `print` (or the notebook) shows, per setting, the
+    ceiling of its outer step, the largest outer step measured against the workers' averaged
+    change, and where each seed's validation loss ended against `baseline`. `steps`, `colours` and
+    `styles` are the figure's data (`plot_outer_steps`): the outer steps of each DiLoCo run, under
+    its name with its seed."""
 
     h: int
-    steps: dict[str, list[OuterStep]]  # the stalled run first
-    ceiling: float  # lr / (1 - momentum) of the stalled run's outer optimizer
-    again: list[OuterStep]  # the stalled setting with another seed
+    settings: list[tuple[str, float, list[Run]]]  # (name, ceiling, its runs: one per seed)
+    ratios: dict[str, list[OuterStep]]  # each DiLoCo run's outer steps, by its name with its seed
+    baseline: float
+    colours: dict[str, str] = field(default_factory=dict)
+    styles: dict[str, str] = field(default_factory=dict)
 
     @property
-    def stalled(self) -> list[OuterStep]:
-        return next(iter(self.steps.values()))
+    def steps(self) -> dict[str, list[OuterStep]]:
+        return self.ratios
 
     @property
-    def peak(self) -> float:
-        return max(step.ratio for step in self.stalled)
+    def ceiling(self) -> float:
+        """The first setting's ceiling: the paper's outer optimizer."""
+        return self.settings[0][1]
 
-    @property
-    def others(self) -> float:
-        return max(step.ratio for run in list(self.steps.values())[1:] for step in run)
+    def peak(self, name: str) -> float:
+        return max(outer.ratio for outer in self.ratios[name])
 
     @property
     def title(self) -> str:
+        (first, _c, first_runs), (second, _d, second_runs) = self.settings[:2]
         return phrase(
-            "At H = {h} the outer step grows to {peak:.1f} times the workers' averaged change; "
-            "in the runs that learn it stays below {others:.1f}",
+            "At H = {h} the outer step grows to {peak:.1f} times the workers' averaged change with {first}, "
+            "to {other:.1f} with {second} (the larger of the seeds)",
             h=self.h,
-            peak=self.peak,
-            others=self.others,
+            peak=max(self.peak(run_name(run)) for run in first_runs),
+            first=first,
+            other=max(self.peak(run_name(run)) for run in second_runs),
+            second=second,
         )
 
-    def __str__(self) -> str:
-        late = self.stalled[len(self.stalled) // 2 :]  # the second half of the rounds
-        return "\n".join(
-            [
-                phrase(
-                    "DiLoCo, H = {h}, last {rounds} rounds: the workers moved {moved:.2f}, "
-                    "the outer step {step:.2f} (median norms)",
-                    h=self.h,
-                    rounds=len(late),
-                    moved=statistics.median(step.pseudo_gradient_norm for step in late),
-                    step=statistics.median(step.outer_step_norm for step in late),
-                ),
-                phrase(
-                    "the outer step grows to {peak:.1f} times the averaged change; "
-                    "with another seed, {again:.1f}",
-                    peak=self.peak,
-                    again=max(step.ratio for step in self.again),
-                ),
+    def where(self, loss: float) -> str:
+        return _("above") if loss > self.baseline else _("below")
+
+    def table(self) -> Table:
+        rows = []
+        for name, ceiling, runs in self.settings:
+            peaks = [
+                format_number(self.peak(run_name(run)), ".1f")
+                if run_name(run) in self.ratios
+                else _("1 (an average)")
+                for run in runs
             ]
+            rows.append(
+                [
+                    name,
+                    format_number(ceiling, "g"),
+                    " / ".join(peaks),
+                    " / ".join(format_number(run[0].eval_loss, ".4f") for run in runs),
+                    " / ".join(self.where(run[0].eval_loss) for run in runs),
+                ]
+            )
+        return Table(
+            [
+                phrase("outer optimizer at H = {h}", h=self.h),
+                "ceiling of the outer step",
+                "largest outer step ÷ averaged change",
+                "validation loss",
+                "against a model that learned nothing",
+            ],
+            rows,
+            notes=[
+                phrase(
+                    "one value per seed, seed 0 first; ceiling: lr / (1 − momentum), where the outer step "
+                    "settles when every round's change is the same; a model that learned nothing: "
+                    "{baseline:.4f}",
+                    baseline=self.baseline,
+                )
+            ],
         )
 
 
-def outer_step_growth(
-    watcher: OptimizerWatch, runs: dict[str, Run], stalled: str, learned: list[str], another_seed: str
-) -> OuterStepGrowth:
-    """Section 4: the outer steps `watcher` saw in the run named `stalled` (in `runs`, as the lesson
-    names its runs), in the runs named in `learned`, and in `another_seed`."""
-    config = config_of(runs[stalled][0])
-    steps = {phrase("DiLoCo, H = {h}: stays on the plateau", h=config.h): watcher.read(stalled).outer_steps}
-    steps.update({run_name(runs[name]): watcher.read(name).outer_steps for name in learned})
-    return OuterStepGrowth(
-        config.h,
-        steps,
-        config.outer_lr / (1 - config.outer_momentum),
-        watcher.read(another_seed).outer_steps,
-    )
+def outer_optimizer(run: Run) -> str:
+    """A run's outer optimizer in words: "lr 0.7, momentum 0.9 (the paper's)", "lr 1, no momentum
+    (Local SGD)"."""
+    config = config_of(run[0])
+    if getattr(config, "mode", "ddp") != "diloco":
+        return _("lr 1, no momentum (Local SGD)")
+    said = phrase("lr {lr:g}, momentum {momentum:g}", lr=config.outer_lr, momentum=config.outer_momentum)
+    if (config.outer_lr, config.outer_momentum) == (0.7, 0.9):
+        said = phrase("{optimizer} (the paper's)", optimizer=said)
+    return said
+
+
+def outer_step_test(
+    watcher: OptimizerWatch, runs: dict[str, Run], settings: list[list[str]], baseline: float
+) -> OuterStepTest:
+    """Section 4: the runs named in each list of `settings` (in `runs`, as the lesson names its runs;
+    a list holds the seeds of one setting, seed 0 first), with the outer steps `watcher` saw in
+    their DiLoCo runs (a Local SGD run has none: its average is an outer step of exactly 1)."""
+    chosen, ratios, colours, styles, h = [], {}, {}, {}, None
+    for names in settings:
+        seeds = [runs[name] for name in names]
+        config = config_of(seeds[0][0])
+        if getattr(config, "mode", "ddp") == "diloco":
+            ceiling, h = config.outer_lr / (1 - config.outer_momentum), config.h
+        else:  # Local SGD: lr 1, no momentum
+            ceiling = 1.0
+        chosen.append((outer_optimizer(seeds[0]), ceiling, seeds))
+        for index, (name, run) in enumerate(zip(names, seeds)):
+            if getattr(config_of(run[0]), "mode", "ddp") == "diloco":
+                ratios[run_name(run)] = watcher.read(name).outer_steps
+                colours[run_name(run)] = run_colour(run)
+                styles[run_name(run)] = "-" if index == 0 else "--"
+    return OuterStepTest(h, chosen, ratios, baseline, colours, styles)
 
 
 @dataclass
@@ -306,11 +360,13 @@ class WarmStarts:
     def __str__(self) -> str:
         return "\n".join(
             phrase(
-                "seed {seed}: {warm} steps of data parallel, then DiLoCo at H = {h}: "
-                "{mb:.2f} MB sent, validation loss {loss:.4f}",
+                "seed {seed}: {warm} steps of data parallel ({before:.2f} MB), then DiLoCo at H = {h} "
+                "({after:.2f} MB): {mb:.2f} MB sent, validation loss {loss:.4f}",
                 seed=config_of(run[0]).seed,
                 warm=self.warm_steps,
+                before=self.warm_steps * self.megabytes_per_step,
                 h=config_of(run[0]).h,
+                after=run[0].allreduce_bytes / 1e6,
                 mb=mb,
                 loss=run[0].eval_loss,
             )
@@ -340,6 +396,7 @@ class BytesPlane:
     same_bytes: list[float]  # each data parallel seed's loss after as many steps: the same bytes
     times: float  # how many times fewer bytes than data parallel that DiLoCo run sent
     matched: bool = False  # each of its seeds ended where data parallel's seeds ended
+    colours: dict[str, str] = field(default_factory=dict)  # each point's setting's colour
 
     @property
     def target(self) -> tuple[float, float]:
@@ -407,16 +464,18 @@ def bytes_and_losses(
             [(step * per_step, loss) for step, loss in losses.items()] for losses in along
         ]
     }
-    points = {}
+    points, colours = {}, {}
     for group in runs:
-        label = run_name(group[0])
+        label = run_name(group[0], seed=False)
         if len(group) == 2:
             label = phrase("{run}, two seeds", run=label)
         points[label] = [(row(run)["megabytes"], run[0].eval_loss) for run in group]
-    warm_label = phrase("warm start, then {run}", run=run_name(warm.runs[0]))
+        colours[label] = run_colour(group[0])
+    warm_label = phrase("warm start, then {run}", run=run_name(warm.runs[0], seed=False))
     if len(warm.runs) == 2:
         warm_label = phrase("{run}, two seeds", run=warm_label)
     points[warm_label] = [(mb, run[0].eval_loss) for mb, run in zip(warm.megabytes, warm.runs)]
+    colours[warm_label] = WARM_COLOUR
 
     diloco = [group for group in runs if getattr(config_of(group[0][0]), "mode", "ddp") == "diloco"]
     largest = max(diloco, key=lambda group: config_of(group[0][0]).h)
@@ -430,6 +489,7 @@ def bytes_and_losses(
         synchronizations=same,
         same_bytes=[losses[same] for losses in along],
         times=row(data_parallel[0])["megabytes"] / row(largest[0])["megabytes"],
+        colours=colours,
     )
     low, high = plane.target
     plane.matched = all(low <= run[0].eval_loss <= high for run in largest)
@@ -441,9 +501,11 @@ def bytes_and_losses(
 
 def compare_bucketing(per_tensor: Run, bucketed: Run, data_parallel: Run) -> Table:
     """Section 5: per synchronization, the calls, kB and time in all-reduce of one call per tensor
-    against one flat buffer (the same run otherwise), with data parallel's; the note says how many
-    times fewer calls and less time the buffer took."""
+    against one flat buffer (the same run otherwise), with data parallel's calls and kB; the note
+    says how many times fewer calls the buffer made, and its time against the per-tensor one as far
+    as their spreads allow."""
     each, flat, ddp = row(per_tensor), row(bucketed), row(data_parallel)
+    ratio = flat["sync_time"] / each["sync_time"]
     return Table(
         ["per synchronization", "one call per tensor", "one flat buffer", "data parallel"],
         [
@@ -460,24 +522,19 @@ def compare_bucketing(per_tensor: Run, bucketed: Run, data_parallel: Run) -> Tab
                 format_number(ddp["kilobytes_per_sync"], ".0f"),
             ],
             [
-                _("ms in all-reduce"),
-                format_number(each["ms_per_sync"], ".2f"),
-                format_number(flat["ms_per_sync"], ".2f"),
+                _("ms in all-reduce (middle half)"),
+                each["sync_time"].milliseconds(),
+                flat["sync_time"].milliseconds(),
                 "-",
-            ],
-            [
-                _("ms per step"),
-                format_number(each["ms_per_step"], ".0f"),
-                format_number(flat["ms_per_step"], ".0f"),
-                format_number(ddp["ms_per_step"], ".0f"),
             ],
         ],
         notes=[
             phrase(
-                "one flat buffer: {calls:.0f} times fewer calls, "
-                "{faster:.1f} times less time in all-reduce per synchronization",
+                "one flat buffer: {calls:.0f} times fewer calls; its time in all-reduce per "
+                "synchronization was {ratio} the per-tensor time: {verdict}",
                 calls=each["calls_per_sync"] / flat["calls_per_sync"],
-                faster=each["ms_per_sync"] / flat["ms_per_sync"],
+                ratio=str(ratio),
+                verdict=compared(ratio),
             )
         ],
     )
@@ -488,6 +545,7 @@ def compare_precision(full: Run, half: Run, spread: float) -> Table:
     sync, MB sent and validation loss; the note weighs the change of loss against `spread`, the gap
     between two seeds of data parallel."""
     first, second = row(full), row(half)
+    moved = second["eval_loss"] - first["eval_loss"]
     return Table(
         ["pseudo-gradient", "kB per sync", "MB sent", "validation loss"],
         [
@@ -501,12 +559,13 @@ def compare_precision(full: Run, half: Run, spread: float) -> Table:
         ],
         notes=[
             phrase(
-                "{half} sends {ratio:.2f} of {full}'s bytes; "
-                "the validation loss moved by {moved:+.4f} (two seeds: {spread:.4f})",
+                "{half} sends {ratio:.2f} of {full}'s bytes; the validation loss moved by {moved:+.4f}, "
+                "{against} the {spread:.4f} between two seeds of data parallel",
                 half=config_of(half[0]).precision,
                 full=config_of(full[0]).precision,
                 ratio=second["megabytes"] / first["megabytes"],
-                moved=second["eval_loss"] - first["eval_loss"],
+                moved=moved,
+                against=_("less than") if abs(moved) < spread else _("no less than"),
                 spread=spread,
             )
         ],
@@ -525,7 +584,7 @@ def in_proportion(data_parallel: Run, runs: list[Run]) -> Table:
         r = row(run)
         lines.append(
             [
-                r["run"],
+                run_name(run),
                 r["synchronizations"],
                 format_number(r["megabytes"] / r["steps"] * 1000, ".1f"),
                 format_number(per_step / (r["megabytes"] / r["steps"]), ".0f"),

@@ -20,14 +20,20 @@ The same loop runs as a module under a launcher:
 
 from __future__ import annotations
 
-import statistics
 import sys
 from dataclasses import dataclass, field
 
 from effitrain_lessons.shared.arguments import command_line, whole_numbers
-from effitrain_lessons.shared.distributed_runs import ProcessReport, RunConfig, run_under_launcher, summary
+from effitrain_lessons.shared.distributed_runs import (
+    ProcessReport,
+    RunConfig,
+    config_of,
+    run_under_launcher,
+    summary,
+)
 from effitrain_lessons.shared.i18n import _, format_number, phrase
 from effitrain_lessons.shared.tables import Table
+from effitrain_lessons.shared.timing import Times
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 
@@ -65,31 +71,37 @@ class DiLoCoConfig(RunConfig):
         metadata={"help": "Streaming DiLoCo: sync one of this many fragments every h / fragments steps"},
     )
 
+    def describe(self) -> str:
+        """The run's name without its seed: "DiLoCo, H = 8", with what differs from the paper's
+        outer optimizer, bucketing and precision ("DiLoCo, H = 8, outer lr 0.3", "..., per tensor")."""
+        if self.mode == "ddp":
+            return _("data parallel")
+        name = phrase("DiLoCo, H = {h}", h=self.h)
+        if self.outer_lr == 1 and self.outer_momentum == 0:
+            name = phrase("{run}, outer lr 1, no momentum", run=name)
+        elif self.outer_momentum == 0.9 and self.outer_lr != 0.7:
+            name = phrase("{run}, outer lr {lr:g}", run=name, lr=self.outer_lr)
+        elif (self.outer_lr, self.outer_momentum) != (0.7, 0.9):
+            name = phrase(
+                "{run}, outer lr {lr:g}, momentum {momentum:g}",
+                run=name,
+                lr=self.outer_lr,
+                momentum=self.outer_momentum,
+            )
+        if not self.bucketed:
+            name = phrase("{run}, per tensor", run=name)
+        if self.precision != "fp32":
+            name = f"{name}, {self.precision}"
+        if self.fragments > 1:
+            name = phrase("{run}, {fragments} fragments", run=name, fragments=self.fragments)
+        return name
+
     @property
     def label(self) -> str:
-        if self.mode == "ddp":
-            name = _("data parallel")
-        else:
-            name = phrase("DiLoCo, H={h}", h=self.h)
-            if self.outer_lr == 1 and self.outer_momentum == 0:
-                name = phrase("{run}, outer lr 1, no momentum", run=name)
-            elif (self.outer_lr, self.outer_momentum) != (0.7, 0.9):
-                name = phrase(
-                    "{run}, outer lr {lr:g}, momentum {momentum:g}",
-                    run=name,
-                    lr=self.outer_lr,
-                    momentum=self.outer_momentum,
-                )
-            if not self.bucketed:
-                name = phrase("{run}, per tensor", run=name)
-            if self.precision != "fp32":
-                name = f"{name}, {self.precision}"
-            if self.fragments > 1:
-                name = phrase("{run}, {fragments} fragments", run=name, fragments=self.fragments)
         if self.seed:
             # other initial weights, another data order
-            name = phrase("{run}, seed {seed}", run=name, seed=self.seed)
-        return name
+            return phrase("{run}, seed {seed}", run=self.describe(), seed=self.seed)
+        return self.describe()
 
     def expected_synchronizations(self) -> int:
         """Data parallel: one per step. DiLoCo: one outer step every H inner steps, floor(steps / H)
@@ -97,6 +109,11 @@ class DiLoCoConfig(RunConfig):
         if self.mode == "ddp":
             return super().expected_synchronizations()
         return self.steps // (self.h // self.fragments)
+
+    @property
+    def sync_every(self) -> int:
+        """Steps from one synchronization to the next: H (streaming: H / fragments)."""
+        return self.h // self.fragments if self.mode == "diloco" else super().sync_every
 
     def check(self) -> None:
         if self.mode not in ("ddp", "diloco"):
@@ -153,10 +170,29 @@ def label_frequency_loss(split: str = "validation") -> float:
     return float(-(frequencies * frequencies.log()).sum())
 
 
-def seconds_per_synchronization(reports: list[ProcessReport]) -> float:
-    """Time spent in the all-reduce calls of one synchronization, in the process that arrived last at
-    it (the others also wait for it there), median over the synchronizations. Data parallel's gradient
-    all-reduces run inside `backward()` and are not timed: NaN."""
+def run_name(run: list[ProcessReport], seed: bool = True) -> str:
+    """The lesson's name for a run in its tables, figures and sentences: "data parallel", "Local SGD,
+    H = 8" (lesson 4's K is this lesson's H), "DiLoCo, H = 32", with what differs from the paper's
+    outer optimizer, bucketing and precision (`DiLoCoConfig.describe`), and the seed when it is not
+    0 and `seed` is asked for."""
+    config = config_of(run[0])
+    mode = getattr(config, "mode", "ddp")
+    if mode == "local_sgd":
+        name = phrase("Local SGD, H = {h}", h=config.k)
+    elif mode == "ddp":
+        name = _("data parallel")
+    else:
+        name = config.describe()
+    if seed and config.seed:
+        name = phrase("{run}, seed {seed}", run=name, seed=config.seed)
+    return name
+
+
+def sync_times(reports: list[ProcessReport]) -> Times | None:
+    """The time spent in the all-reduce calls of each synchronization, in the process that arrived
+    last at it (the others also wait for it there): one sample per synchronization, as `Times`
+    (wall time). None for data parallel, whose gradient all-reduces run inside `backward()` and
+    are not timed."""
     rounds = []
     for report in reports:
         per_round: dict[int, float] = {}
@@ -164,8 +200,9 @@ def seconds_per_synchronization(reports: list[ProcessReport]) -> float:
             per_round[round_] = per_round.get(round_, 0.0) + seconds
         rounds.append(per_round)
     if not rounds or not rounds[0]:
-        return float("nan")
-    return statistics.median(min(per_round.get(r, float("inf")) for per_round in rounds) for r in rounds[0])
+        return None
+    samples = tuple(min(per_round.get(r, float("inf")) for per_round in rounds) for r in rounds[0])
+    return Times(samples, samples, "wall")
 
 
 def row(reports: list[ProcessReport]) -> dict:
@@ -173,10 +210,12 @@ def row(reports: list[ProcessReport]) -> dict:
     calls, bytes and time per synchronization."""
     out = summary(reports)
     syncs = max(out["synchronizations"], 1)
+    timed = sync_times(reports)
     out.update(
         calls_per_sync=out["allreduce_calls"] / syncs,
         kilobytes_per_sync=1000 * out["megabytes"] / syncs,
-        ms_per_sync=1000 * seconds_per_synchronization(reports),
+        sync_time=timed,
+        ms_per_sync=1000 * timed.median if timed else float("nan"),
     )
     return out
 
@@ -192,7 +231,7 @@ def results(runs: list[list[ProcessReport]]) -> Table:
         apart = apart or not r["equal_at_end"]
         rows.append(
             [
-                r["run"],
+                run_name(reports),
                 r["steps"],
                 r["synchronizations"],
                 r["expected"],
@@ -200,8 +239,7 @@ def results(runs: list[list[ProcessReport]]) -> Table:
                 format_number(r["calls_per_sync"], ".0f"),
                 format_number(r["megabytes"], ".2f"),
                 format_number(r["kilobytes_per_sync"], ".0f"),
-                "-" if r["ms_per_sync"] != r["ms_per_sync"] else format_number(r["ms_per_sync"], ".2f"),
-                format_number(r["ms_per_step"], ".1f"),
+                r["sync_time"].milliseconds() if r["sync_time"] else "-",
                 # processes that end apart (streaming) each have their own loss: all of them, not one
                 format_number(r["eval_loss"], ".4f")
                 if r["equal_at_end"]
@@ -219,8 +257,7 @@ def results(runs: list[list[ProcessReport]]) -> Table:
             "calls per sync",
             "MB sent",
             "kB per sync",
-            "ms in all-reduce per sync",
-            "ms per step",
+            "ms in all-reduce per sync (middle half)",
             "validation loss",
             "identical parameters at the end",
         ],
@@ -228,10 +265,9 @@ def results(runs: list[list[ProcessReport]]) -> Table:
         notes=[
             _(
                 "Counted in process 0. rule: one per step for data parallel, floor(steps / H) for DiLoCo "
-                "(there is no average on exit). ms in all-reduce per sync: the median over the "
-                "synchronizations, in the process that arrived last (data parallel's all-reduces run inside "
-                "backward and are not timed). ms per step: from the first step's start to the last one's, "
-                "in the slowest process."
+                "(there is no average on exit). ms in all-reduce per sync: wall time, the median over the "
+                "synchronizations in the process that arrived last, the middle half in brackets (data "
+                "parallel's all-reduces run inside backward and are not timed)."
             )
         ]
         + (
@@ -397,6 +433,34 @@ class OptimizerWatch:
             {int(step): loss for step, loss in saved["validation_losses"].items()},
             torch.load(kept) if os.path.exists(kept) else {},
         )
+
+
+def outer_step_ratios(h: int, steps: int, outer_lr: float = 0.7, outer_momentum: float = 0.9) -> list[float]:
+    """How many times the workers' averaged change each outer step of a run moves the global
+    parameters, when that change is the same in every round: the outer step of lesson 5's loop
+    (`outer_step`, with the loop's outer SGD) run in this process for the `steps // h` outer steps
+    of a run of `steps` steps at H = `h`. Lesson 5's exercise checks a prediction with it."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from effitrain_lessons.diloco.saved import outer_step
+
+    whole_numbers(h=h, steps=steps)
+    generator = torch.Generator().manual_seed(0)
+    global_parameters = [torch.randn(8, 4, generator=generator), torch.randn(16, generator=generator)]
+    change = [torch.randn(t.shape, generator=generator) for t in global_parameters]  # the same each round
+    outer_optimizer = torch.optim.SGD(
+        global_parameters, lr=outer_lr, momentum=outer_momentum, nesterov=outer_momentum > 0
+    )
+    config = SimpleNamespace(bucketed=True, precision="fp32")
+    ratios = []
+    for _round in range(steps // h):
+        before = [t.clone() for t in global_parameters]
+        workers_ended = [t - moved for t, moved in zip(global_parameters, change)]
+        outer_step(workers_ended, global_parameters, outer_optimizer, config)
+        ratios.append(_norm([t - old for t, old in zip(global_parameters, before)]) / _norm(change))
+    return ratios
 
 
 def _norm(tensors) -> float:

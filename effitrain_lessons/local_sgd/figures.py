@@ -292,71 +292,78 @@ def local_sgd_explorer(
         figure,
         [slider, menu],
         _("Move K or change the number of processes to run again."),
-        lambda k, n: phrase("running K={k} on {processes} processes...", k=k, processes=n),
-        lambda k, n: phrase("K={k}, {processes} processes: measured just now.", k=k, processes=n),
+        lambda k, n: phrase("running K = {k} on {processes} processes...", k=k, processes=n),
+        lambda k, n: phrase("K = {k}, {processes} processes: measured just now.", k=k, processes=n),
     )
 
 
 def plot_link_timings(timings, title: str | None = None) -> Figure:
     """Lesson 4's slow-link sweep, one panel per link: ms per step against K for Local SGD, measured
-    (solid) and predicted by the latency + bytes / bandwidth model (dashed), with data parallel's
-    measured (solid) and predicted (dotted) time as horizontal lines. The Ks where Local SGD was
-    measured faster are shaded. `timings` are `local_sgd.LinkTiming`s. Without a `title`, the title
-    says from which K Local SGD was measured faster on each link (one or two links)."""
+    (the median, bars from the first to the third quartile of the timed windows) and predicted by
+    the latency + bytes / bandwidth model (dashed), with data parallel's measured time (a line and
+    its middle half shaded) and the model's (dotted); a grey line at the model's crossover K*.
+    `timings` are `local_sgd.LinkTiming`s. Without a `title`, the title says where Local SGD was
+    measured clearly faster on each link."""
     if not timings:
         raise ValueError(_("plot_link_timings needs at least one link's timing."))
-    fig, axes = plt.subplots(1, len(timings), figsize=(8, 3.3), layout="constrained", squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(timings), figsize=(8, 3.4), layout="constrained", squeeze=False, sharey=True
+    )
     local_colour, parallel_colour = STATUS_COLOURS["recomputed"], MEMORY_COLOURS["parameters"]
+    highest = 0.0
     for ax, timing in zip(axes[0], timings):
         ks = sorted(timing.local_sgd)
-        ax.plot(
-            ks, [timing.local_sgd[k][0] for k in ks], "o-", color=local_colour, label=_("Local SGD, measured")
+        measured = [timing.local_sgd[k][0] for k in ks]
+        medians = [1000 * times.median for times in measured]
+        ax.errorbar(
+            ks,
+            medians,
+            yerr=[
+                [1000 * (times.median - times.low) for times in measured],
+                [1000 * (times.high - times.median) for times in measured],
+            ],
+            fmt="o-",
+            color=local_colour,
+            capsize=3,
+            label=_("Local SGD, measured"),
+            gid="measured",
         )
         ax.plot(
             ks,
-            [timing.local_sgd[k][1] for k in ks],
+            [1000 * timing.local_sgd[k][1] for k in ks],
             "--",
             color=local_colour,
             lw=1,
             label=_("Local SGD, model"),
         )
-        ax.axhline(timing.data_parallel[0], color=parallel_colour, lw=1.5, label=_("data parallel, measured"))
+        parallel = timing.data_parallel
+        ax.axhline(1000 * parallel.median, color=parallel_colour, lw=1.5, label=_("data parallel, measured"))
+        ax.axhspan(1000 * parallel.low, 1000 * parallel.high, color=parallel_colour, alpha=0.15, lw=0)
         ax.axhline(
-            timing.data_parallel[1], color=parallel_colour, ls=":", lw=1.5, label=_("data parallel, model")
+            1000 * timing.data_parallel_model,
+            color=parallel_colour,
+            ls=":",
+            lw=1.5,
+            label=_("data parallel, model"),
         )
-        found = timing.measured_crossover
-        if found is not None:
-            ax.axvspan(found[1] / 1.25, ks[-1] * 1.25, color=local_colour, alpha=0.08, lw=0)
+        ax.axvline(timing.model_crossover, color="grey", ls="-.", lw=1, label=_("model's crossover K*"))
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.minorticks_off()
-        ax.set_xlim(ks[0] / 1.25, ks[-1] * 1.25)
-        ax.set_ylim(0, 1.15 * max([timing.data_parallel[0], *[timing.local_sgd[k][0] for k in ks]]))
+        ax.set_xlim(min(ks[0], timing.model_crossover) / 1.3, max(ks[-1], timing.model_crossover) * 1.3)
+        highest = max(highest, 1000 * parallel.high, *[1000 * times.high for times in measured])
         ax.set_xlabel("K (local_sgd_steps)")
         ax.set_title(wrapped(f"{timing.name}: {timing.link.describe()}", 30), fontsize=9)
         ax.spines[["top", "right"]].set_visible(False)
-    axes[0][0].set_ylabel(_("ms per step"))
-    axes[0][-1].legend(fontsize=7, frameon=False, loc="lower left")
+    axes[0][0].set_ylim(0, 1.15 * highest)
+    axes[0][0].set_ylabel(_("ms per step (bars: middle half)"))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, frameon=False, loc="outside lower center", ncols=5)
     if title is None:
-        title = _crossovers(timings)
+        title = phrase(
+            "Local SGD against data parallel, measured: {links}",
+            links="; ".join(f"{timing.name}: {timing.describe_crossover()}" for timing in timings),
+        )
     if title:
         fig.suptitle(wrapped(_(title), 95), fontsize=10)
     return finish(fig)
-
-
-def _crossovers(timings) -> str:
-    """Where Local SGD became faster, in words, on one link or two; "" for more."""
-    said = [(timing.name, timing.describe_crossover()) for timing in timings]
-    if len(said) == 1:
-        return phrase(
-            "Local SGD becomes faster than data parallel {a} on link {first}", a=said[0][1], first=said[0][0]
-        )
-    if len(said) == 2:
-        return phrase(
-            "Local SGD becomes faster than data parallel {a} on link {first}, {b} on link {second}",
-            a=said[0][1],
-            first=said[0][0],
-            b=said[1][1],
-            second=said[1][0],
-        )
-    return ""

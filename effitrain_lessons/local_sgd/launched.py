@@ -24,8 +24,7 @@ def who_am_i(environment: dict[str, str] | None = None) -> str:
     world = environment.get("WORLD_SIZE")
     if world is None:
         return phrase(
-            "process {pid}: {mark}(not set): no launcher made this a distributed run; it is the only process",
-            pid=os.getpid(),
+            "a process with {mark}(not set): no launcher made this a distributed run; it is the only one",
             mark=MARK,
         )
     return phrase(
@@ -48,7 +47,7 @@ class Started:
 
     def __str__(self) -> str:
         head = phrase(
-            "$ {command}: {n} process(es), exit code {code}",
+            "$ {command}: processes started: {n}, exit code {code}",
             command=self.command,
             n=len(self.lines),
             code=self.exit_code,

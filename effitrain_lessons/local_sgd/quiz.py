@@ -58,4 +58,37 @@ QUESTIONS: tuple[Question, ...] = (
             "drift between them, which can raise the loss: section 4 weighs it."
         ),
     ),
+    Question(
+        N_(
+            "A loop calls `local_sgd.step()` once after its batch loop instead of once per batch "
+            "(12 batches, `local_sgd_steps=4`). The processes average:"
+        ),
+        [
+            N_("3 times, as with the call in the batch loop, and once more on exit"),
+            N_("once, when the LocalSGD block exits"),
+            N_("never: LocalSGD then all-reduces the gradients instead"),
+        ],
+        answer=1,
+        why=N_(
+            "`LocalSGD` counts its own `step()` calls: one call never reaches K, so only the "
+            "average on exit is left."
+        ),
+    ),
+    Question(
+        N_(
+            "A link's latency per call grows and its bandwidth stays. The K from which Local SGD "
+            "is faster than data parallel:"
+        ),
+        [
+            N_("grows: an average pays the latency once per call, 26 calls, a data-parallel step once"),
+            N_("falls: Local SGD communicates less often"),
+            N_("stays: only the bytes count"),
+        ],
+        answer=0,
+        why=N_(
+            "In section 5's model an average costs 26 latencies plus the bytes, a step of data "
+            "parallel one latency plus the same bytes: the more the latency weighs, the larger K "
+            "must be."
+        ),
+    ),
 )

@@ -12,7 +12,6 @@ Used by lesson 4, sections 3 to 6, in that order.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,12 +20,13 @@ from effitrain_lessons.local_sgd.runs import (
     configured,
     nothing_learned_loss,
     pick,
-    predicted_ms_per_step,
+    predicted_seconds_per_step,
     summary,
 )
-from effitrain_lessons.shared.distributed_runs import ProcessReport, config_of
+from effitrain_lessons.shared.distributed_runs import ProcessReport, compared, config_of, slowest
 from effitrain_lessons.shared.i18n import _, format_number, phrase
 from effitrain_lessons.shared.tables import ShowsAsLines, Table
+from effitrain_lessons.shared.timing import Times
 
 Run = list[ProcessReport]  # one run: a report per process, process 0 first
 
@@ -36,6 +36,11 @@ Run = list[ProcessReport]  # one run: a report per process, process 0 first
 
 def _yes_no(answer: bool) -> str:
     return _("yes") if answer else _("NO")  # NO in capitals: the answer that needs looking into
+
+
+def _ms(times: Times | None) -> str:
+    """'17.8 (16.0-19.5)': the median time per step in ms, and the middle half of the windows."""
+    return times.milliseconds() if times is not None else "-"
 
 
 def results(runs: Sequence[Run]) -> Table:
@@ -54,7 +59,7 @@ def results(runs: Sequence[Run]) -> Table:
                 row["gradient_allreduces"],
                 format_number(row["eval_loss"], ".4f"),
                 format_number(row["eval_accuracy"], ".3f"),
-                format_number(row["ms_per_step"], ".1f"),
+                _ms(row["step_time"]),
                 _yes_no(row["same_in_every_process"]),
                 _yes_no(row["equal_at_end"]),
             ]
@@ -70,7 +75,7 @@ def results(runs: Sequence[Run]) -> Table:
             "gradient all-reduces",
             "validation loss",
             "validation accuracy",
-            "ms per step",
+            "ms per step (middle half)",
             "same counts in every process",
             "identical parameters at the end",
         ],
@@ -79,8 +84,9 @@ def results(runs: Sequence[Run]) -> Table:
             _(
                 "synchronizations: rounds of communication counted in process 0; rule: the optimizer steps "
                 "for data parallel, floor(steps / K) + 1 for Local SGD (the + 1 is the average on exit); MB "
-                "sent: all-reduced by process 0. ms per step: from the first step's start to the last "
-                "one's, in the slowest process; the set-up and the average on exit are left out."
+                "sent: all-reduced by process 0. ms per step: wall time, the median over windows of K steps "
+                "(one synchronization each) after 2 warm-up steps, in the slowest process; in brackets the "
+                "middle half of the windows. Two runs whose brackets overlap are not clearly apart."
             )
         ],
     )
@@ -88,7 +94,8 @@ def results(runs: Sequence[Run]) -> Table:
 
 def per_synchronization(runs: Sequence[Run]) -> Table:
     """K = 1 against data parallel, per synchronization: the MB sent and the all-reduce calls, and
-    the time per step. The first run of each in `runs`, without accumulation."""
+    the time of a step, which holds one synchronization in both. The first run of each in `runs`,
+    without accumulation; the note says whether K = 1's steps were clearly longer."""
     pair = [
         summary(pick(runs, mode="local_sgd", k=1, accumulation=1)),
         summary(pick(runs, mode="ddp", accumulation=1)),
@@ -97,12 +104,20 @@ def per_synchronization(runs: Sequence[Run]) -> Table:
     def each(key: str, spec: str) -> list[str]:
         return [format_number(row[key] / row["synchronizations"], spec) for row in pair]
 
+    ratio = pair[0]["step_time"] / pair[1]["step_time"]
     return Table(
         ["per synchronization", "K = 1", "data parallel"],
         [
             [_("MB"), *each("megabytes", ".3f")],
             [_("all-reduce calls"), *each("allreduce_calls", ".0f")],
-            [_("ms per step"), *[format_number(row["ms_per_step"], ".0f") for row in pair]],
+            [_("ms a step takes (one synchronization each)"), *[_ms(row["step_time"]) for row in pair]],
+        ],
+        notes=[
+            phrase(
+                "K = 1's step took {ratio} data parallel's: {verdict}.",
+                ratio=str(ratio),
+                verdict=compared(ratio),
+            )
         ],
     )
 
@@ -155,21 +170,24 @@ class LossesCompared(ShowsAsLines):
     data_parallel: float
     other_seed: float
     nothing_learned: float
+    tolerance: float = 0.05  # how far from data parallel the lesson still calls "as good"
 
     def lines(self) -> list[str]:
         return [
             phrase(
                 "validation loss: data parallel {ddp:.4f} (another seed: {other_order:.4f}), "
-                "Local SGD K={k} {local:.4f}",
+                "Local SGD K = {k} {local:.4f}",
                 ddp=self.data_parallel,
                 other_order=self.other_seed,
                 k=self.k,
                 local=self.local,
             ),
             phrase(
-                "K={k} vs data parallel: {gap:.4f}; two data-parallel runs differ by {spread:.4f}",
+                "K = {k} against data parallel: {gap:.4f} (tolerance {tolerance:g}); "
+                "two data-parallel runs differ by {spread:.4f}",
                 k=self.k,
                 gap=abs(self.local - self.data_parallel),
+                tolerance=self.tolerance,
                 spread=abs(self.data_parallel - self.other_seed),
             ),
             phrase(
@@ -179,7 +197,7 @@ class LossesCompared(ShowsAsLines):
         ]
 
 
-def losses_compared(runs: Sequence[Run], k: int = 8) -> LossesCompared:
+def losses_compared(runs: Sequence[Run], k: int = 8, tolerance: float = 0.05) -> LossesCompared:
     """The first Local SGD run at `k` in `runs` against the first two data-parallel runs (two
     seeds), all without accumulation, in process 0's validation loss."""
     data_parallel = [run for run in runs if configured(run, mode="ddp", accumulation=1)][:2]
@@ -192,6 +210,7 @@ def losses_compared(runs: Sequence[Run], k: int = 8) -> LossesCompared:
         data_parallel[0][0].eval_loss,
         data_parallel[1][0].eval_loss,
         nothing_learned_loss(),
+        tolerance,
     )
 
 
@@ -199,36 +218,35 @@ def losses_compared(runs: Sequence[Run], k: int = 8) -> LossesCompared:
 
 
 def link_table(timings: Sequence[LinkTiming]) -> Table:
-    """Lesson 4's slow-link table: per link, ms per step measured (and the model's), and the crossover."""
+    """Lesson 4's slow-link table: per link, the time per step of data parallel and of Local SGD at
+    each K (median and middle half, the slowest process), the model's crossover K* and where Local
+    SGD was measured clearly faster."""
     ks = sorted(timings[0].local_sgd)
-
-    def both(pair: tuple[float, float]) -> str:
-        return f"{format_number(pair[0], '.1f')} ({format_number(pair[1], '.1f')})"
-
     return Table(
         [
             "link",
             "data parallel",
-            *[phrase("Local SGD, K={k}", k=k) for k in ks],
-            "Local SGD faster from",
-            "model: from K =",
+            *[phrase("Local SGD, K = {k}", k=k) for k in ks],
+            "model: faster for K above",
+            "measured",
         ],
         [
             [
                 f"{timing.name}: {timing.link.describe()}",
-                both(timing.data_parallel),
-                *[both(timing.local_sgd[k]) for k in ks],
+                _ms(timing.data_parallel),
+                *[_ms(timing.local_sgd[k][0]) for k in ks],
+                format_number(timing.model_crossover, ".2f"),
                 timing.describe_crossover(),
-                format_number(timing.model_crossover, ".1f")
-                if math.isfinite(timing.model_crossover)
-                else "∞",
             ]
             for timing in timings
         ],
         notes=[
             _(
-                "ms per step measured in process 0, in brackets the model's: the time on this machine's "
-                "own link plus latency + bytes / bandwidth for every collective call, none hidden."
+                "ms per step, measured on the simulated link: the median over windows of K steps, in "
+                "brackets their middle half, in the slowest process. model: K* = the link's time for "
+                "one average over its time for one step of data parallel (latency + bytes / bandwidth "
+                "for each call counted). measured: where Local SGD's whole range of times stayed below "
+                "data parallel's."
             )
         ],
     )
@@ -241,40 +259,41 @@ class SmallBuckets(ShowsAsLines):
 
     link: str  # the link's name
     buckets: float  # gradient buckets a step
-    measured: float  # ms per step in small buckets, on the link
-    predicted: float  # the model's, nothing hidden
-    one_bucket: float  # ms per step measured in one bucket, on the same link
-    own_link: float  # ms per step in small buckets, on this machine's own link
+    measured: Times  # time per step in small buckets, on the link
+    predicted: float  # the model's, nothing hidden (seconds)
+    one_bucket: Times  # time per step in one bucket, on the same link
+    own_link: Times  # time per step in small buckets, on this machine's own link
 
     def lines(self) -> list[str]:
         return [
             phrase(
-                "data parallel in {buckets:.0f} buckets a step, link {link}: {measured:.1f} ms per step, "
-                "{predicted:.1f} predicted with nothing hidden; one bucket: {one:.1f} ms",
+                "data parallel in {buckets:.0f} buckets a step, link {link}: {measured} per step, "
+                "{predicted:.1f} predicted with nothing hidden; one bucket: {one}",
                 buckets=self.buckets,
                 link=self.link,
-                measured=self.measured,
-                predicted=self.predicted,
-                one=self.one_bucket,
+                measured=self.measured.milliseconds(),
+                predicted=1000 * self.predicted,
+                one=self.one_bucket.milliseconds(),
             ),
             phrase(
-                "the backward pass hid {hidden:.1f} ms of the link's {link:.1f} ms a step",
-                hidden=self.predicted - self.measured,
-                link=self.predicted - self.own_link,
+                "the backward pass hid {hidden:.1f} ms of the link's {link:.1f} ms a step (medians)",
+                hidden=1000 * (self.predicted - self.measured.median),
+                link=1000 * (self.predicted - self.own_link.median),
             ),
         ]
 
 
-def small_buckets(fast: ProcessReport, slow: ProcessReport, timing: LinkTiming) -> SmallBuckets:
-    """Data parallel in small buckets: process 0's report on this machine's own link (`fast`) and on
-    `timing`'s link (`slow`), against `timing`'s data parallel in one bucket."""
+def small_buckets(fast: Run, slow: Run, timing: LinkTiming) -> SmallBuckets:
+    """Data parallel in small buckets: its run on this machine's own link (`fast`) and on `timing`'s
+    link (`slow`), against `timing`'s data parallel in one bucket."""
+    first = slow[0]
     return SmallBuckets(
         link=timing.name,
-        buckets=len(slow.gradient_allreduces) / len(slow.step_starts),
-        measured=slow.ms_per_step,
-        predicted=predicted_ms_per_step(fast, slow, timing.link),
-        one_bucket=timing.data_parallel[0],
-        own_link=fast.ms_per_step,
+        buckets=len(first.gradient_allreduces) / len(first.step_starts),
+        measured=slowest(slow),
+        predicted=predicted_seconds_per_step(fast[0], first, timing.link),
+        one_bucket=timing.data_parallel,
+        own_link=slowest(fast),
     )
 
 

@@ -7,9 +7,10 @@ num_processes=2)` forks real worker processes from a notebook (gloo on the CPU),
 every configuration in them one after the other, and returns what each process measured: its rank
 and `distributed_type`, the losses, and every all-reduce it made, counted by instrumentation around
 the loop rather than by formula or by lines in it. This module adds what is lesson 4's own: its
-runs' configuration (`LocalSGDConfig`), a run's row (`summary`), the slow-link timings and their
-model, and `run_custom_loop`, which counts the communication of the learner's own Accelerate loop in
-the exercise. What the lesson prints of its runs is in `reports`, what it draws in `figures`.
+runs' configuration (`LocalSGDConfig`, with section 5's simulated link), a run's row (`summary`),
+the slow-link timings and their alpha-beta model (`link_timings`, `crossover`), and
+`measured_crossover`, which the exercise's check runs on a link the lesson did not show. What the
+lesson prints of its runs is in `reports`, what it draws in `figures`.
 
 The same loop runs as a module under a launcher on many GPUs and machines:
 
@@ -19,16 +20,16 @@ The same loop runs as a module under a launcher on many GPUs and machines:
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 
-from effitrain_lessons.shared import distributed_runs, processes
+from effitrain_lessons.shared import distributed_runs
 from effitrain_lessons.shared.arguments import command_line, whole_numbers
-from effitrain_lessons.shared.i18n import _, phrase
+from effitrain_lessons.shared.i18n import phrase
+from effitrain_lessons.shared.timing import WARMUP, Ratio, Times
 
 
 def nothing_learned_loss() -> float:
@@ -57,12 +58,19 @@ class LocalSGDConfig(distributed_runs.RunConfig):
         metadata={"choices": MODES, "help": "ddp: gradients every step; local_sgd: parameters every k steps"},
     )
     k: int = field(default=8, metadata={"help": "LocalSGD's local_sgd_steps"})
+    # A simulated link (see `distributed_runs.Link`): 0 and 0 leave the machine's own link alone.
+    latency_ms: float = field(
+        default=0.0, metadata={"help": "simulated link: ms added to every collective call"}
+    )
+    megabits_per_s: float = field(
+        default=0.0, metadata={"help": "simulated link: bandwidth in Mb/s (0: no bandwidth limit)"}
+    )
 
     @property
     def label(self) -> str:
         if self.mode == "ddp":
             return super().label
-        return self.with_accumulation(phrase("Local SGD, K={k}", k=self.k))
+        return self.with_accumulation(phrase("Local SGD, K = {k}", k=self.k))
 
     def expected_synchronizations(self) -> int:
         """Data parallel: as `RunConfig` says. LocalSGD averages parameters every k calls of `step()`
@@ -71,12 +79,23 @@ class LocalSGDConfig(distributed_runs.RunConfig):
             return super().expected_synchronizations()
         return self.steps // self.k + 1
 
+    @property
+    def sync_every(self) -> int:
+        """Micro-batches from one synchronization to the next: K for Local SGD."""
+        return self.k if self.mode == "local_sgd" else super().sync_every
+
+    @property
+    def link(self) -> distributed_runs.Link:
+        """The simulated link of section 5 (this machine's own when both fields are 0)."""
+        return distributed_runs.Link(self.latency_ms, self.megabits_per_s)
+
     def check(self) -> None:
         if self.mode not in MODES:
             raise ValueError(
                 phrase("mode must be one of {modes}, got {mode!r}.", modes=MODES, mode=self.mode)
             )
         whole_numbers(k=self.k)
+        distributed_runs.at_least_zero(latency_ms=self.latency_ms, megabits_per_s=self.megabits_per_s)
         super().check()
 
 
@@ -106,18 +125,28 @@ def summary(reports: list[distributed_runs.ProcessReport]) -> dict:
     return {"run": row.pop("run"), "k": k, **row}
 
 
+WINDOWS = 2  # timed windows of K steps in each run on a simulated link (data parallel: twice as many)
+
+
+def timed_steps(sync_every: int, windows: int = WINDOWS) -> int:
+    """The steps a run needs for `windows` timed windows of `sync_every` steps after the warm-up
+    (`ProcessReport.step_times`); a step's time is read at the next step's start: one more."""
+    return WARMUP + windows * sync_every + 1
+
+
 def link_sweep(
-    links: Mapping[str, distributed_runs.Link], ks: Sequence[int], steps: int, **settings
+    links: Mapping[str, distributed_runs.Link], ks: Sequence[int], windows: int = WINDOWS, **settings
 ) -> dict[tuple[str, int | None], LocalSGDConfig]:
-    """One run per link and K: data parallel (K None) and Local SGD at each K in `ks`, `steps`
-    micro-batches each, on the simulated link (`settings`: other RunConfig fields, the same for all)."""
+    """One run per link and K: data parallel (K None) and Local SGD at each K in `ks`, each just long
+    enough to time `windows` windows of its K steps (data parallel: twice as many single steps), on
+    the simulated link (`settings`: other LocalSGDConfig fields, the same for all)."""
     sweep = {}
     for name, link in links.items():
         for k in (None, *ks):
             mode = {"mode": "ddp"} if k is None else {"mode": "local_sgd", "k": k}
             sweep[name, k] = LocalSGDConfig(
                 **mode,
-                steps=steps,
+                steps=timed_steps(1, 2 * windows) if k is None else timed_steps(k, windows),
                 latency_ms=link.latency_ms,
                 megabits_per_s=link.megabits_per_s,
                 **settings,
@@ -125,53 +154,85 @@ def link_sweep(
     return sweep
 
 
-def link_milliseconds(report: distributed_runs.ProcessReport, link: distributed_runs.Link) -> float:
-    """What `link` adds per step to a run like `report`, if nothing hides it: its time for every
-    collective call the run made in the steps `ms_per_step` spans, per step."""
-    steps = len(report.step_starts) - 1
-    return 1000 * sum(link.seconds(size) for size in report.calls_between(1, steps)) / steps
+def link_seconds_per_step(report: distributed_runs.ProcessReport, link: distributed_runs.Link) -> float:
+    """What `link` adds to a step of a run like `report`, if nothing hides it: its time for the
+    collective calls of one synchronization (latency + bytes / bandwidth each, the mean over the
+    run's synchronizations), over the steps from one synchronization to the next."""
+    syncs = report.calls_by_synchronization()
+    if not syncs:
+        return 0.0
+    per_sync = sum(sum(link.seconds(size) for size in calls) for calls in syncs.values()) / len(syncs)
+    return per_sync / distributed_runs.config_of(report).sync_every
 
 
-def predicted_ms_per_step(
+def predicted_seconds_per_step(
     fast: distributed_runs.ProcessReport,
     slow: distributed_runs.ProcessReport,
     link: distributed_runs.Link,
 ) -> float:
-    """The model: the time per step of the same training on this machine's own link (`fast`), plus
-    `link`'s time for the collective calls the run on the link counted (`slow`, `link_milliseconds`):
-    latency + bytes / bandwidth each, none hidden."""
-    return fast.ms_per_step + link_milliseconds(slow, link)
+    """The alpha-beta model: the median time per step of the same training on this machine's own link
+    (`fast`), plus `link`'s time for the collective calls the run on the link counted (`slow`,
+    `link_seconds_per_step`), none hidden."""
+    own = fast.step_times(distributed_runs.config_of(fast).sync_every)
+    return own.median + link_seconds_per_step(slow, link)
+
+
+def crossover(
+    local_sgd: distributed_runs.ProcessReport, data_parallel: distributed_runs.ProcessReport, link
+) -> float:
+    """The K beyond which the alpha-beta model has Local SGD faster than data parallel on `link`,
+    if compute is the same in both: the link's time for one average (its calls as `local_sgd`
+    counted them) over its time for one step of data parallel (as `data_parallel` counted them).
+    Less bandwidth brings it down toward 1; more latency raises it toward the calls an average
+    makes over the calls a step makes."""
+
+    def per_sync(report) -> float:
+        syncs = report.calls_by_synchronization()
+        return sum(sum(link.seconds(size) for size in calls) for calls in syncs.values()) / len(syncs)
+
+    return per_sync(local_sgd) / (
+        per_sync(data_parallel) / distributed_runs.config_of(data_parallel).sync_every
+    )
 
 
 @dataclass
 class LinkTiming:
-    """Lesson 4's timing on one link: ms per step measured and predicted, and where Local SGD pays."""
+    """Lesson 4's timing on one link: the time per step measured (`Times`, seconds) and the model's
+    (seconds), for data parallel and for Local SGD at each K, and the model's crossover."""
 
     name: str
     link: distributed_runs.Link
-    data_parallel: tuple[float, float]  # ms per step: measured, predicted
-    local_sgd: dict[int, tuple[float, float]]  # per K: measured, predicted
-    model_crossover: float  # the K from which the model has Local SGD faster (inf: never)
+    data_parallel: Times  # measured on the link
+    data_parallel_model: float  # seconds per step, the alpha-beta model's
+    local_sgd: dict[int, tuple[Times, float]]  # per K: measured, the model's
+    model_crossover: float  # the K beyond which the model has Local SGD faster (`crossover`)
+
+    def against_data_parallel(self, k: int) -> Ratio:
+        """Local SGD's time per step at `k` over data parallel's, with the range their spreads allow."""
+        return self.local_sgd[k][0] / self.data_parallel
 
     @property
     def measured_crossover(self) -> tuple[int | None, int] | None:
-        """(the largest K measured slower, the smallest K measured faster) than data parallel, such
-        that every larger K was faster too; (None, K) when even the smallest K was; None when no K was."""
+        """(the largest K measured not clearly faster, the smallest K measured clearly faster) than
+        data parallel, such that every larger K was clearly faster too; (None, K) when even the
+        smallest K was; None when the largest was not. Clearly: the whole range of the ratio of the
+        two times below 1 (`Ratio`)."""
         ks = sorted(self.local_sgd)
-        faster = [self.local_sgd[k][0] < self.data_parallel[0] for k in ks]
+        faster = [self.against_data_parallel(k).high < 1 for k in ks]
         for index, k in enumerate(ks):
             if all(faster[index:]):
                 return (ks[index - 1] if index else None, k)
         return None
 
     def describe_crossover(self) -> str:
+        """Where Local SGD was measured clearly faster, to follow "link A:"."""
         found = self.measured_crossover
         if found is None:
-            return phrase("no K up to {k}", k=max(self.local_sgd))
+            return phrase("not clearly faster at any K up to {k}", k=max(self.local_sgd))
         below, at = found
         if below is None:
-            return phrase("K = {k} or less", k=at)
-        return phrase("between K = {below} and {at}", below=below, at=at)
+            return phrase("clearly faster from K = {k}", k=at)
+        return phrase("clearly faster from K = {at}, not at K = {below}", below=below, at=at)
 
 
 def fast_runs(measured: Iterable[tuple[LocalSGDConfig, list]]) -> dict:
@@ -181,7 +242,7 @@ def fast_runs(measured: Iterable[tuple[LocalSGDConfig, list]]) -> dict:
     for config, reports in measured:
         plain = config.accumulation == 1 and config.bucket_mb == LocalSGDConfig.bucket_mb
         if plain and not config.link.simulated:
-            fast.setdefault(config.k if config.mode == "local_sgd" else None, reports[0])
+            fast.setdefault(config.k if config.mode == "local_sgd" else None, reports)
     return fast
 
 
@@ -193,8 +254,9 @@ def link_timings(
 ) -> list[LinkTiming]:
     """Each link's timing from a `link_sweep` launched in order (`runs`). The model takes its
     compute time from runs of the same K on this machine's own link (`measured_fast`: the
-    (configuration, reports) pairs of an earlier launch, see `fast_runs`)."""
-    measured = {key: reports[0] for key, reports in zip(sweep, runs)}
+    (configuration, reports) pairs of an earlier launch, see `fast_runs`). Times are the slowest
+    process's (`distributed_runs.slowest`)."""
+    measured = dict(zip(sweep, runs))
     fast = fast_runs(measured_fast)
     timings = []
     for name, link in links.items():
@@ -207,80 +269,47 @@ def link_timings(
                     missing=missing,
                 )
             )
-        data_parallel = (
-            measured[name, None].ms_per_step,
-            predicted_ms_per_step(fast[None], measured[name, None], link),
-        )
-        local = {
-            k: (measured[name, k].ms_per_step, predicted_ms_per_step(fast[k], measured[name, k], link))
-            for k in ks
-        }
-        # the link's time per average: the largest K's calls between its steps, per average there
-        largest = measured[name, ks[-1]]
-        steps = len(largest.step_starts) - 1
-        averages = len([step for step in largest.barrier_steps if 1 <= step <= steps])
-        per_average = link_milliseconds(largest, link) * steps / max(1, averages)
-        gain = data_parallel[1] - sum(fast[k].ms_per_step for k in ks) / len(ks)
+        timed = {k: _timed(measured[name, k], fast[k][0], link) for k in (None, *ks)}
         timings.append(
-            LinkTiming(name, link, data_parallel, local, per_average / gain if gain > 0 else math.inf)
+            LinkTiming(
+                name,
+                link,
+                *timed.pop(None),
+                timed,
+                crossover(measured[name, ks[-1]][0], measured[name, None][0], link),
+            )
         )
     return timings
 
 
-def run_custom_loop(
-    loop, batches: int = 12, num_processes: int = 2, batch_size: int = 8, timeout: float = 120.0
-) -> list[distributed_runs.ProcessReport]:
-    """Run `loop(accelerator, model, optimizer, dataloader)` in real processes and count its
-    communication (lesson 4's exercise checks a learner's loop with it).
+def _timed(on_link: list, fast: distributed_runs.ProcessReport, link) -> tuple[Times, float]:
+    """A run on `link`: its slowest process's time per step, and the model's."""
+    every = distributed_runs.config_of(on_link[0]).sync_every
+    return distributed_runs.slowest(on_link, every), predicted_seconds_per_step(fast, on_link[0], link)
 
-    Each process gets `batches` batches of a 1-layer tiny BERT's training data; a step is one
-    forward pass of the model. Returns one `ProcessReport` per process.
-    """
-    if not callable(loop):
-        raise TypeError(
-            _("run_custom_loop needs a function loop(accelerator, model, optimizer, dataloader).")
-        )
 
-    from effitrain_lessons.shared.data import tokenized_mrpc
+def crossover_on(
+    link: distributed_runs.Link, ks: Sequence[int] = (2, 3), windows: int = WINDOWS, **settings
+) -> int | None:
+    """The smallest K in `ks` from which Local SGD's time per step was measured below data
+    parallel's on `link` (every larger K in `ks` too), with section 2's loop in 2 processes; None
+    when the largest K was not. Faster here means a lower median: the runs are short, and on the
+    links this is meant for, the link's waits, far longer than a step's compute, set the runs
+    apart. `settings`: other LocalSGDConfig fields (layers, batch_size). Lesson 4's exercise checks
+    a prediction with it."""
+    from effitrain_lessons.local_sgd.saved import train
 
-    train = tokenized_mrpc()["train"]  # once, here: the forked processes share it
-
-    def job() -> list[dict]:
-        from accelerate import Accelerator
-        from torch.nn.parallel import DistributedDataParallel
-        from torch.utils.data import DataLoader
-
-        from effitrain_lessons.shared.models import tiny_bert
-
-        accelerator = Accelerator(cpu=True)
-        report = distributed_runs.ProcessReport(
-            rank=accelerator.process_index,
-            num_processes=accelerator.num_processes,
-            distributed_type=accelerator.distributed_type.value,
-            config={},
-        )
-        torch.manual_seed(0)
-        model = tiny_bert(num_hidden_layers=1, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        counter = distributed_runs.CommunicationCounter(report)
-
-        def count_step(module, args, kwargs):
-            counter.step += 1
-
-        model.register_forward_pre_hook(count_step, with_kwargs=True)
-        rows = train.select(range(batches * batch_size * accelerator.num_processes))
-        loader = DataLoader(rows, batch_size=batch_size)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
-        if isinstance(model, DistributedDataParallel):
-            model.register_comm_hook(None, counter.ddp_hook)
-        with counter.watching_loop(), counter.counting_all_reduce():
-            loop(accelerator, model, optimizer, loader)
-        accelerator.wait_for_everyone()
-        report.final_fingerprint = distributed_runs.fingerprint(model)
-        return [asdict(report)]
-
-    per_rank = processes.start_workers(job, num_processes, timeout)
-    return [distributed_runs.ProcessReport(**per_rank[rank][0]) for rank in range(num_processes)]
+    sweep = link_sweep({"link": link}, ks, windows=windows, **settings)
+    runs = dict(zip(sweep, distributed_runs.launch(list(sweep.values()), train, num_processes=2)))
+    medians = {
+        k: distributed_runs.slowest(reports, distributed_runs.config_of(reports[0]).sync_every).median
+        for (_name, k), reports in runs.items()
+    }
+    faster = [medians[k] < medians[None] for k in ks]
+    for index, k in enumerate(ks):
+        if all(faster[index:]):
+            return k
+    return None
 
 
 def _lesson_04_loop():

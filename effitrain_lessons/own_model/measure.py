@@ -11,12 +11,14 @@ The peak of a step: on CUDA, `torch.cuda.max_memory_allocated` above what was al
 A CPU has no such counter in PyTorch, so `peak_bytes` counts what the allocator is asked for: every
 storage an op makes during the step (views share one), from the op that makes it until the last
 reference to it goes. The caching and fragmentation of a real allocator are not in it.
+
+Times are taken as every lesson takes them (`shared/timing.py`): the settings in turns, warm-up
+steps, then the median and spread of several steps. Sizes print in MiB, one unit for the lesson.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -31,10 +33,13 @@ from effitrain_lessons.shared.data import load_mrpc, load_tokenizer
 from effitrain_lessons.shared.device import synchronize
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.memory import SavedTensorLog, storage_key
-from effitrain_lessons.shared.tables import ShowsAsLines, ShowsAsTable, Table, format_bytes, format_flops
+from effitrain_lessons.shared.tables import ShowsAsLines, ShowsAsTable, Table, format_flops
+from effitrain_lessons.shared.timing import REPEATS, WARMUP, Times, time_alternating
 from effitrain_lessons.shared.tracing import trace_step
 
 WRAPPED = "_checkpoint_wrapped_module."  # what checkpoint_wrapper adds to a parameter's name
+# Lesson 3's tolerance for gradients that float32 rounding may change (its accumulation proof)
+RTOL, ATOL = 1e-4, 1e-6
 
 # The labels lesson 7's cells give the choices and offloads they measure (English; the tables, the
 # figure and the reports show them translated).
@@ -51,6 +56,13 @@ CHOICE_LABELS = (
     N_("no offload"),
     N_("to disk (saved-tensor hooks)"),
 )
+
+
+def in_mib(n: float, digits: int = 2) -> str:
+    """Bytes in MiB, whatever their size ('0.125 MiB', '21.80 MiB'): lesson 7 writes every size in
+    one unit."""
+    return f"{format_number(n / 2**20, f',.{digits}f')} MiB"
+
 
 # ---------------------------------------------------------------------------------------------
 # The data: the course's sentences as one stream of tokens, cut into windows
@@ -100,8 +112,13 @@ class ChoicePoint:
     label: str
     saved_bytes: int  # made in the forward pass and still held when the backward starts
     flops: int  # forward + backward, recomputation included (FlopCounterMode: matrix products)
-    seconds: float | None  # the fastest timed step; None when not timed
+    times: Times | None  # its timed steps (shared/timing.py); None when not timed
     gradients: Mapping[str, torch.Tensor] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def seconds(self) -> float | None:
+        """The median time of a step; None when not timed."""
+        return None if self.times is None else self.times.median
 
 
 def measure_choice(
@@ -121,18 +138,16 @@ def measure_choice(
     return ChoicePoint(label, trace.kept_bytes, trace.flops, None, gradients)
 
 
-def _step_seconds(model: torch.nn.Module, ids: torch.Tensor, targets: torch.Tensor) -> float:
-    model.zero_grad(set_to_none=True)
-    synchronize(ids.device)
-    start = time.perf_counter()
-    next_token_loss(model(ids), targets).backward()
-    synchronize(ids.device)
-    seconds = time.perf_counter() - start
-    model.zero_grad(set_to_none=True)
-    return seconds
+def _training_step(model: torch.nn.Module, ids: torch.Tensor, targets: torch.Tensor) -> Callable[[], None]:
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        next_token_loss(model(ids), targets).backward()
+        model.zero_grad(set_to_none=True)
+
+    return step
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # a cell that ends with it shows its table, not its fields
 class ChoiceTable(ShowsAsTable):
     """Several ways of checkpointing one model, measured on one batch; the first is the baseline."""
 
@@ -163,12 +178,10 @@ class ChoiceTable(ShowsAsTable):
             rows.append(
                 [
                     _(point.label),
-                    format_bytes(point.saved_bytes),
+                    in_mib(point.saved_bytes),
                     format_number(point.saved_bytes / base.saved_bytes, ".0%"),
                     format_number((point.flops - base.flops) / base.flops, "+.1%"),
-                    "-"
-                    if point.seconds is None
-                    else f"{format_number(point.seconds / base.seconds, '.2f')}x",
+                    "-" if point.times is None or base.times is None else str(point.times / base.times),
                     format_number(self.gradient_difference(point.label), ".1g"),
                 ]
             )
@@ -178,35 +191,41 @@ class ChoiceTable(ShowsAsTable):
                 "kept for backward",
                 "of the plain step",
                 "recomputed FLOPs",
-                "time",
+                "time / plain step",
                 "gradients: largest difference",
             ],
             rows,
             notes=[
                 phrase(
                     "plain step: {size} kept, {flops}",
-                    size=format_bytes(base.saved_bytes),
+                    size=in_mib(base.saved_bytes),
                     flops=format_flops(base.flops),
-                )
+                ),
+                _(
+                    "time: the median step over the plain step's median; in parentheses, the range "
+                    "the middle halves of the two allow"
+                ),
             ],
         )
 
 
 def measure_choices(
-    models: Mapping[str, torch.nn.Module], ids: torch.Tensor, targets: torch.Tensor, rounds: int = 3
+    models: Mapping[str, torch.nn.Module],
+    ids: torch.Tensor,
+    targets: torch.Tensor,
+    warmup: int = WARMUP,
+    repeats: int = REPEATS,
 ) -> ChoiceTable:
     """`measure_choice` for each model of `models` (label -> model; the first is the baseline), then
-    each timed in turns, `rounds` times, keeping its fastest step: a burst of other work on a shared
-    machine then slows every choice of a round alike. Used by lesson 7."""
-    whole_numbers(rounds=rounds)
+    their training steps timed in turns (`timing.time_alternating`: `warmup` untimed rounds, then
+    `repeats` timed), so that a burst of other work on a shared machine slows every choice alike.
+    Used by lesson 7."""
     points = {label: measure_choice(model, ids, targets, label) for label, model in models.items()}
-    fastest = dict.fromkeys(models, math.inf)
-    for _round in range(rounds):
-        for label, model in models.items():
-            fastest[label] = min(fastest[label], _step_seconds(model, ids, targets))
+    steps = {label: _training_step(model, ids, targets) for label, model in models.items()}
+    times = time_alternating(steps, ids.device, warmup=warmup, repeats=repeats)
     return ChoiceTable(
         [
-            ChoicePoint(label, point.saved_bytes, point.flops, fastest[label], point.gradients)
+            ChoicePoint(label, point.saved_bytes, point.flops, times[label], point.gradients)
             for label, point in points.items()
         ]
     )
@@ -226,14 +245,17 @@ class BlockSavings(ShowsAsLines):
     def lines(self) -> list[str]:
         return [
             phrase(
-                "one block frees {one:,} bytes; {blocks} times that is {times:,}; "
-                "every block frees {every:,}",
-                one=self.one_block,
+                "one block frees {one}; {blocks} times that is {times}; every block frees {every}",
+                one=in_mib(self.one_block, 3),
                 blocks=self.blocks,
-                times=self.blocks * self.one_block,
-                every=self.every_block,
+                times=in_mib(self.blocks * self.one_block, 3),
+                every=in_mib(self.every_block, 3),
             ),
-            phrase("a block's input: {size}", size=format_bytes(self.block_input)),
+            phrase(
+                "equal to the byte: {same}",
+                same=_("yes") if self.blocks * self.one_block == self.every_block else _("no"),
+            ),
+            phrase("a block's input: {size}", size=in_mib(self.block_input, 3)),
         ]
 
 
@@ -253,8 +275,8 @@ class PackedBytes(ShowsAsLines):
         return [
             phrase(
                 "a pack hook is handed {activations} of activations and {parameters} of parameters",
-                activations=format_bytes(self.activations),
-                parameters=format_bytes(self.parameters),
+                activations=in_mib(self.activations),
+                parameters=in_mib(self.parameters),
             )
         ]
 
@@ -330,8 +352,23 @@ class OffloadRun:
 
     label: str  # English, shown translated
     peak: int  # the most the step holds at once beyond the parameters (`peak_bytes`)
-    seconds: float  # the fastest timed step
-    same_gradients: bool  # bit for bit the gradients of the first offload measured
+    times: Times  # its timed steps (shared/timing.py)
+    difference: float  # the largest difference of a gradient element from the first offload's (0: equal)
+    close: bool  # every gradient within lesson 3's tolerance of the first offload's (RTOL, ATOL)
+
+    @property
+    def same_gradients(self) -> bool:
+        """Bit for bit the first offload's gradients."""
+        return self.difference == 0
+
+    def gradients(self) -> str:
+        """The gradients against the first offload's, in lesson 3's words."""
+        if self.same_gradients:
+            return _("identical")
+        said = phrase("largest difference {difference:.1e}", difference=self.difference)
+        if self.close:
+            return phrase("equal within float32 rounding ({said})", said=said)
+        return phrase("different ({said})", said=said)
 
 
 @dataclass(frozen=True, repr=False)
@@ -343,11 +380,11 @@ class OffloadReport(ShowsAsLines):
     def lines(self) -> list[str]:
         return [
             phrase(
-                "{label}: peak {peak}, step {ms:.0f} ms, the same gradients: {same}",
+                "{label}: peak {peak}, step {ms}, gradients: {gradients}",
                 label=_(run.label),
-                peak=format_bytes(run.peak),
-                ms=run.seconds * 1e3,
-                same=_("yes") if run.same_gradients else _("no"),
+                peak=in_mib(run.peak),
+                ms=run.times.milliseconds(),
+                gradients=run.gradients(),
             )
             for run in self.runs
         ]
@@ -358,30 +395,35 @@ def measure_offloads(
     offloads: Mapping[str, object],
     model: torch.nn.Module,
     device: torch.device | str = "cpu",
-    rounds: int = 3,
+    warmup: int = WARMUP,
+    repeats: int = REPEATS,
 ) -> OffloadReport:
     """For each offload of `offloads` (label -> what `step` takes: the lesson gives a function that
     returns the hooks' context manager, or None for none), `step(offload)` runs one training step of
-    `model`: its peak (`peak_bytes`, the parameters not counted), whether its gradients equal the first
-    offload's bit for bit, and its fastest of `rounds` timed steps. The model's gradients are reset
-    at the end. Used by lesson 7."""
-    whole_numbers(rounds=rounds)
+    `model`: its peak (`peak_bytes`, the parameters not counted) and how far its gradients are from
+    the first offload's: their largest difference, and whether all are equal within lesson 3's
+    tolerance for float32 rounding. Then the steps are timed in turns (`timing.time_alternating`).
+    The model's gradients are reset at the end. Used by lesson 7."""
     device = torch.device(device)
-    runs, first = [], None
+    peaks, differences, close, first = {}, {}, {}, None
     for label, offload in offloads.items():
-        peak = peak_bytes(lambda offload=offload: step(offload), device, held=model.parameters())
+        peaks[label] = peak_bytes(lambda offload=offload: step(offload), device, held=model.parameters())
         gradients = [p.grad.clone() for p in model.parameters()]
         first = first or gradients
-        fastest = math.inf
-        for _round in range(rounds):
-            synchronize(device)
-            start = time.perf_counter()
-            step(offload)
-            synchronize(device)
-            fastest = min(fastest, time.perf_counter() - start)
-        same = len(gradients) == len(first) and all(torch.equal(a, b) for a, b in zip(gradients, first))
-        runs.append(OffloadRun(label, peak, fastest, same))
+        pairs = list(zip(gradients, first))
+        alike = len(gradients) == len(first) and all(a.shape == b.shape for a, b in pairs)
+        differences[label] = max((a - b).abs().max().item() for a, b in pairs) if alike else math.inf
+        close[label] = alike and all(torch.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in pairs)
+    times = time_alternating(
+        {label: (lambda offload=offload: step(offload)) for label, offload in offloads.items()},
+        device,
+        warmup=warmup,
+        repeats=repeats,
+    )
     model.zero_grad(set_to_none=True)
+    runs = [
+        OffloadRun(label, peaks[label], times[label], differences[label], close[label]) for label in offloads
+    ]
     return OffloadReport(runs)
 
 
@@ -395,8 +437,8 @@ class ParameterState(ShowsAsLines):
         return [
             phrase(
                 "the parameters: {size}; their gradients: {size} more; AdamW's two moments: {twice}",
-                size=format_bytes(self.parameter_bytes),
-                twice=format_bytes(2 * self.parameter_bytes),
+                size=in_mib(self.parameter_bytes),
+                twice=in_mib(2 * self.parameter_bytes),
             )
         ]
 
@@ -407,7 +449,7 @@ def parameter_state(model: torch.nn.Module) -> ParameterState:
     return ParameterState(sum(p.numel() * p.element_size() for p in model.parameters()))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # a cell that ends with it shows its table, not its fields
 class PeakReport(ShowsAsTable):
     """What a step keeps for the backward pass against the most it holds at once: during the forward
     and backward passes, and with the optimizer's step after them."""
@@ -420,7 +462,7 @@ class PeakReport(ShowsAsTable):
         return Table(
             ["step", "kept for backward", "peak: forward and backward", "peak: with AdamW's first step"],
             [
-                [_(label), format_bytes(kept), format_bytes(backward), format_bytes(whole)]
+                [_(label), in_mib(kept), in_mib(backward), in_mib(whole)]
                 for label, kept, backward, whole in self.steps
             ],
             notes=[

@@ -46,14 +46,16 @@ import torch
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.i18n import _, format_number, phrase
 from effitrain_lessons.shared.processes import end_processes, free_port, log_tail, preload, start_workers
+from effitrain_lessons.shared.timing import WARMUP, Ratio, Times
 
 
 @dataclass(frozen=True)
 class Link:
-    """A simulated link between the processes: every collective call (an all-reduce, a barrier)
-    takes `latency_ms` plus its bytes at `megabits_per_s`, one call after the other, on top of what
-    the machine's own link takes. `Link()` adds nothing. The delay is added where the communication
-    happens: DDP's communication hook (asynchronous, so the backward pass may hide it) and
+    """A simulated link between the processes, the alpha-beta model of a network: every collective
+    call (an all-reduce, a barrier) takes `latency_ms` (alpha) plus its bytes at `megabits_per_s`
+    (beta), one call after the other, on top of what the machine's own link takes. `Link()` adds
+    nothing. The delay is added where the communication happens, once the real call is done: DDP's
+    communication hook (asynchronous, so the backward pass may hide it) and
     `torch.distributed.all_reduce` / `barrier` (which block the process until the call is done)."""
 
     latency_ms: float = 0.0
@@ -93,13 +95,6 @@ class RunConfig:
     seed: int = 0
     cpu: bool = field(default=True, metadata={"help": "gloo on the CPU; --no-cpu uses the GPUs"})
     bucket_mb: float = field(default=25.0, metadata={"help": "DDP's bucket_cap_mb, in MB"})
-    # A simulated link (see `Link`): 0 and 0 leave the machine's own link alone.
-    latency_ms: float = field(
-        default=0.0, metadata={"help": "simulated link: ms added to every collective call"}
-    )
-    megabits_per_s: float = field(
-        default=0.0, metadata={"help": "simulated link: bandwidth in Mb/s (0: no bandwidth limit)"}
-    )
 
     @property
     def label(self) -> str:
@@ -116,6 +111,13 @@ class RunConfig:
         micro-batch's backward (with accumulation: every optimizer step)."""
         return -(-self.steps // self.accumulation)
 
+    @property
+    def sync_every(self) -> int:
+        """Micro-batches from one synchronization to the next: data parallel's accumulation steps
+        (a lesson's own runs say theirs). A window of this many steps costs what a step costs on
+        average (`ProcessReport.step_times`)."""
+        return self.accumulation
+
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting a run cannot use."""
         whole_numbers(
@@ -124,18 +126,23 @@ class RunConfig:
             accumulation=self.accumulation,
             layers=self.layers,
         )
-        for name in ("bucket_mb", "latency_ms", "megabits_per_s"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
-                raise ValueError(
-                    phrase("{name} must be a number of at least 0, got {value!r}.", name=name, value=value)
-                )
+        at_least_zero(bucket_mb=self.bucket_mb)
         if self.bucket_mb == 0:
             raise ValueError(phrase("bucket_mb must be above 0, got {value!r}.", value=self.bucket_mb))
 
     @property
     def link(self) -> Link:
-        return Link(self.latency_ms, self.megabits_per_s)
+        """The link the processes talk over: this machine's own (lesson 4's runs may simulate one)."""
+        return Link()
+
+
+def at_least_zero(**values) -> None:
+    """Raise ValueError with one sentence for a value that is not a number of at least 0."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+            raise ValueError(
+                phrase("{name} must be a number of at least 0, got {value!r}.", name=name, value=value)
+            )
 
 
 @dataclass
@@ -188,23 +195,31 @@ class ProcessReport:
         parameter_rounds = {round_ for round_, _size in self.parameter_allreduces}
         return sorted(list(gradient_steps) + [self.round_steps[r] for r in parameter_rounds])
 
-    @property
-    def ms_per_step(self) -> float:
-        """Steady time per step: from the first micro-batch's start to the last one's, per step in
-        between. It leaves out the set-up before the first step and what follows the last one's start
-        (its backward, LocalSGD's average on exit), so runs of a few steps compare fairly."""
-        if len(self.step_starts) < 2:
-            return float("nan")
-        return 1000 * (self.step_starts[-1] - self.step_starts[0]) / (len(self.step_starts) - 1)
+    def step_times(self, every: int = 1, warmup: int = WARMUP) -> Times | None:
+        """The wall time a step takes, measured in windows of `every` consecutive steps after `warmup`
+        untimed ones: each window's time divided by `every`. A run that synchronizes every `every`
+        steps (Local SGD's K) has one synchronization in each window, so a window costs what its
+        steps cost on average, and the median over the windows is not fooled by a cheap step
+        between two averages. None when the run was too short for one window."""
+        starts = self.step_starts[warmup:]
+        took = [later - earlier for earlier, later in zip(starts, starts[1:])]
+        windows = tuple(
+            sum(took[first : first + every]) / every for first in range(0, len(took) - every + 1, every)
+        )
+        return Times(windows, windows, "wall") if windows else None
 
-    def calls_between(self, first: int, last: int) -> list[int]:
-        """The bytes of every collective call made at steps `first` to `last`: DDP's buckets, each
-        parameter all-reduce, each barrier (0 bytes). What `ms_per_step` spans is steps 1 to n - 1."""
-        calls = [size for step, size in self.gradient_allreduces if first <= step <= last]
-        calls += [
-            size for round_, size in self.parameter_allreduces if first <= self.round_steps[round_] <= last
-        ]
-        return calls + [0 for step in self.barrier_steps if first <= step <= last]
+    def calls_by_synchronization(self) -> dict[int, list[int]]:
+        """The bytes of every collective call of each synchronization, by the step it followed:
+        DDP's buckets, each parameter all-reduce, each barrier (0 bytes). LocalSGD's average on exit
+        (the step EXIT) is left out: a long training pays it once."""
+        calls: dict[int, list[int]] = {}
+        made = [(step, size) for step, size in self.gradient_allreduces]
+        made += [(self.round_steps[round_], size) for round_, size in self.parameter_allreduces]
+        made += [(step, 0) for step in self.barrier_steps]
+        for step, size in made:
+            if step != EXIT:
+                calls.setdefault(step, []).append(size)
+        return calls
 
     @property
     def final_loss(self) -> float:
@@ -242,8 +257,9 @@ class CommunicationCounter:
         self._link_free = 0.0  # when the simulated link has carried every call handed to it
 
     def _carry(self, nbytes: int) -> float:
-        """Hand a call of `nbytes` to the simulated link now: the moment it arrives. The link carries
-        one call at a time, so a call waits for the ones before it."""
+        """Hand a call of `nbytes` to the simulated link now, once this machine's own link has carried
+        it: the moment it arrives. The link carries one call at a time, so a call waits for the ones
+        before it."""
         cost = self.link.seconds(nbytes)
         self.report.link_seconds += cost
         self._link_free = max(time.perf_counter(), self._link_free) + cost
@@ -267,9 +283,10 @@ class CommunicationCounter:
             self._in_ddp_hook = False
         if not self.link.simulated:
             return sent
-        # The bucket arrives when both the real all-reduce and the simulated link are done. DDP waits
-        # for it only at the end of backward(): until then the backward pass goes on computing.
-        arrival, delivered = self._carry(nbytes), torch.futures.Future()
+        # The bucket arrives once the real all-reduce is done and the simulated link has carried it
+        # after that. DDP waits for it only at the end of backward(): until then the backward pass
+        # goes on computing.
+        delivered = torch.futures.Future()
 
         def arrived(future):
             try:
@@ -277,7 +294,7 @@ class CommunicationCounter:
             except Exception as error:  # the real all-reduce failed: DDP reports it
                 delivered.set_exception(error)
                 return
-            left = arrival - time.perf_counter()
+            left = self._carry(nbytes) - time.perf_counter()
             if left > 0:
                 threading.Timer(left, delivered.set_result, args=(value,)).start()
             else:
@@ -298,21 +315,21 @@ class CommunicationCounter:
             nbytes = tensor.numel() * tensor.element_size()
             self.report.parameter_allreduces.append((self.round, nbytes))
             start = time.perf_counter()
-            arrival = self._carry(nbytes) if self.link.simulated else 0.0
             try:
                 return original_all_reduce(tensor, *args, **kwargs)
             finally:
-                self._wait_until(arrival)
+                if self.link.simulated:
+                    self._wait_until(self._carry(nbytes))
                 self.report.parameter_allreduce_seconds.append(time.perf_counter() - start)
 
         def barrier(*args, **kwargs):
             self._new_round()
             self.report.barrier_steps.append(self.step)
-            arrival = self._carry(0) if self.link.simulated else 0.0
             try:
                 return original_barrier(*args, **kwargs)
             finally:
-                self._wait_until(arrival)
+                if self.link.simulated:
+                    self._wait_until(self._carry(0))
 
         torch.distributed.all_reduce, torch.distributed.barrier = all_reduce, barrier
         try:
@@ -432,13 +449,30 @@ def config_of(report: ProcessReport) -> RunConfig:
     return types[report.config_type](**report.config)
 
 
+def slowest(reports: list[ProcessReport], every: int = 1) -> Times | None:
+    """The time a step takes in the slowest process of a run (`ProcessReport.step_times`, windows of
+    `every` steps): the one with the longest median, which the others wait for at each
+    synchronization. None when the run was too short to time."""
+    times = [each for each in (report.step_times(every) for report in reports) if each is not None]
+    return max(times, key=lambda each: each.median) if times else None
+
+
+def compared(ratio: Ratio) -> str:
+    """What one time over another says, as far as the spreads allow (lessons 4 and 5 print it beside
+    the ratio): clearly longer or shorter only when the whole range is on one side of 1."""
+    if ratio.low > 1:
+        return _("clearly longer")
+    if ratio.high < 1:
+        return _("clearly shorter")
+    return _("not clearly apart on this machine")
+
+
 def summary(reports: list[ProcessReport]) -> dict:
     """One row of the lesson's results table from the reports of one run (all processes)."""
     first = reports[0]
     config = config_of(first)
     seconds = max(report.seconds for report in reports)  # the slowest process sets the run's time
-    # per step, steadily (`ProcessReport.ms_per_step`), as section 5 of lesson 4 times its links
-    steady = [report.ms_per_step for report in reports if len(report.step_starts) >= 2]
+    step_time = slowest(reports, config.sync_every)
     return {
         "run": config.label,
         "steps": config.steps,
@@ -451,7 +485,8 @@ def summary(reports: list[ProcessReport]) -> dict:
         "eval_loss": first.eval_loss,
         "eval_accuracy": first.eval_accuracy,
         "seconds": seconds,
-        "ms_per_step": max(steady) if steady else 1000 * seconds / config.steps,
+        "step_time": step_time,  # Times: the median and middle half of a step's wall time
+        "ms_per_step": 1000 * step_time.median if step_time else 1000 * seconds / config.steps,
         "same_in_every_process": all(
             report.synchronizations == first.synchronizations
             and report.allreduce_bytes == first.allreduce_bytes
@@ -532,6 +567,13 @@ class measuring:
         self._elastic = logging.getLogger("torch.distributed.elastic")
         self._elastic_level = self._elastic.level
         self._elastic.setLevel(logging.CRITICAL)
+        # notebook_launcher names the device it launches on after the first accelerator it finds,
+        # and CUDA when it finds none: on a CPU it would say "Launching training on 2 CUDAs."
+        import accelerate.launchers
+
+        self._device_type = accelerate.launchers.get_current_device_type
+        if all(config.cpu for config in self.configs):
+            accelerate.launchers.get_current_device_type = lambda: ("cpu", "MULTI_CPU")
         self.runs = None
 
         def measured(*args) -> None:
@@ -623,6 +665,9 @@ class measuring:
             self._measured.runs = self.runs
             return False
         finally:
+            import accelerate.launchers
+
+            accelerate.launchers.get_current_device_type = self._device_type
             self._elastic.setLevel(self._elastic_level)
             shutil.rmtree(folder, ignore_errors=True)
 

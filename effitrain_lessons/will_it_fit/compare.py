@@ -55,9 +55,17 @@ def parts_against_estimate(
 ) -> Table:
     """For each number of layers, each part of a training step (parameters, gradients, optimizer
     state, activations): the bytes one real step held (`memory.training_memory`), the bytes the
-    estimate counts, and the difference."""
-    rows = []
+    estimate counts, and the difference; under the table, each model's activations apart, in KiB."""
+    rows, notes = [], []
     for layers, memory in measured.items():
+        apart = memory.parts()["activations"] - predicted[layers].bytes_of("activations")
+        notes.append(
+            phrase(
+                "the {layers}-layer model: its activations measured {apart} more than the estimate counts",
+                layers=layers,
+                apart=format_bytes(apart),
+            )
+        )
         for part, nbytes in memory.parts().items():
             counted = predicted[layers].bytes_of(part)
             rows.append(
@@ -69,13 +77,13 @@ def parts_against_estimate(
                     format_number(nbytes - counted, "+,"),
                 ]
             )
-    return Table(["layers", "part", "measured (bytes)", "estimated (bytes)", "difference"], rows)
+    return Table(["layers", "part", "measured (bytes)", "estimated (bytes)", "difference"], rows, notes=notes)
 
 
 def layer_against_paper(measured: int, counted: int, paper: int) -> Table:
     """One layer's activations three ways: `measured` (a 2-layer model less a 1-layer one), the
     estimate's `counted` terms, and `paper` (twice Korthikanti et al.'s 16-bit formula), each as a
-    share of the measurement."""
+    share of the measurement; and under the table, how far the measurement is above the paper's."""
     return Table(
         ["one layer, fp32, this CPU", "bytes", "against the measurement"],
         [
@@ -90,6 +98,12 @@ def layer_against_paper(measured: int, counted: int, paper: int) -> Table:
                 format_number(paper, ","),
                 format_number(paper / measured, ".4f"),
             ],
+        ],
+        notes=[
+            phrase(
+                "the measurement is {above} above twice the paper's formula",
+                above=format_number(measured / paper - 1, ".0%"),
+            )
         ],
     )
 
@@ -185,11 +199,10 @@ class LayerAtScale(ShowsAsLines):
     def lines(self) -> list[str]:
         return [
             phrase(
-                "one layer at s = {s}, b = {b}: {layer} ({ratio:.3f} x twice the paper's {paper})",
+                "one layer at s = {s}, b = {b}: {layer}; twice the paper's 16-bit formula gives {paper}",
                 s=self.seq,
                 b=self.batch,
                 layer=format_bytes(self.layer_bytes),
-                ratio=self.layer_bytes / self.paper_bytes,
                 paper=format_bytes(self.paper_bytes),
             ),
             phrase(
@@ -285,15 +298,17 @@ def prediction_feedback(prediction: object, gib: object, answer: Estimate, gpu) 
 
 def lever_table(model, gpu, baseline: Mapping, levers: Mapping[str, Mapping]) -> Table:
     """For each lever of `levers` (an English label -> the settings it changes in `baseline`): what
-    one step needs, whether it fits `gpu`, the largest micro-batch that fits and the fewest
-    micro-batches that make the whole batch fit ("-": none does)."""
+    one step needs, whether it fits `gpu`, the largest micro-batch that fits, the fewest
+    micro-batches that make the whole batch fit ("-": none does), and what it saves against the
+    first lever, the baseline."""
     batch = baseline.get("batch", Settings().batch)
     presets = {preset.lower(): preset for preset in GPUS}
     name = presets.get(str(gpu).lower(), gpu if isinstance(gpu, str) else format_bytes(memory_of(gpu)))
-    rows = []
+    rows, first = [], None
     for label, change in levers.items():
         setting = {**baseline, **change}
         planned = estimate(model, **setting)
+        first = first or planned
         rows.append(
             [
                 _(label),
@@ -301,6 +316,7 @@ def lever_table(model, gpu, baseline: Mapping, levers: Mapping[str, Mapping]) ->
                 _("yes") if planned.fits(gpu) else _("no"),
                 largest_micro_batch(model, gpu, **setting),
                 smallest_accumulation(model, gpu, **setting) or "-",
+                "-" if planned is first else format_bytes(first.total - planned.total),
             ]
         )
     return Table(
@@ -310,6 +326,7 @@ def lever_table(model, gpu, baseline: Mapping, levers: Mapping[str, Mapping]) ->
             phrase("fits {gpu}", gpu=name),
             "largest micro-batch that fits",
             phrase("smallest accumulation for batch {batch}", batch=batch),
+            "saves against the first row",
         ],
         rows,
     )

@@ -236,9 +236,10 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
     measured `recompute.RecomputePoint`: the eager points (gid "eager-point") labelled with their
     names, the compiled ones joined in the order of their budget (gid "budget-line") and labelled
     with it, and a cross (gid "redraws-random") on compiled points whose backward draws dropout's
-    random numbers again. Right: against the measured time of a step, relative to the first point
-    (gid "time-point"), eager points only (a compiled step's time is aot_eager's, unfused). The
-    Pareto-optimal points of each panel are ringed (gid "pareto"); a crossed point never is.
+    random numbers again, drawn over any point in the same place. Right: against the measured time
+    of a step, its median over the first point's (gid "time-point"), with a bar for the range the
+    two spreads allow (gid "time-spread"), timed eager points only (a compiled step is not timed).
+    The Pareto-optimal points of each panel are ringed (gid "pareto"); a crossed point never is.
     `curve` is a `RecomputeCurve` or its points. Used by lesson 6."""
     # here: it imports torch, the planner's figures do not
     from effitrain_lessons.will_it_fit.recompute import RecomputeCurve
@@ -254,7 +255,6 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
         )
     )
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 4.8), sharey=True, layout="constrained")
-    base = curve.baseline.seconds
 
     def mib(p):
         return p.saved_bytes / 2**20
@@ -322,15 +322,30 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
             ms=10,
             mew=2,
             linestyle="none",
-            zorder=2,  # under an eager point in the same place: the ring is that point's
+            zorder=4,  # over an eager point in the same place (budget 0 and full checkpointing)
             label=_("dropout redrawn: wrong gradients"),
             gid="redraws-random",
         )
 
-    def relative(p):
-        return p.seconds / base
+    timed = [p for p in eager if curve.time_ratio(p) is not None]
 
-    name_points(right, eager, relative, "time-point")
+    def relative(p):
+        return curve.time_ratio(p).median
+
+    for p in timed:
+        ratio = curve.time_ratio(p)
+        right.errorbar(
+            ratio.median,
+            mib(p),
+            xerr=[[ratio.median - ratio.low], [ratio.high - ratio.median]],
+            fmt="none",
+            ecolor=colours[p.label],
+            elinewidth=1.5,
+            capsize=4,
+            zorder=2,
+            gid="time-spread",
+        )
+    name_points(right, timed, relative, "time-point")
     ring(right, curve.optimal("seconds"), relative, None)
     low, high = left.get_ylim()
     left.set_ylim(low, high + 0.2 * (high - low))  # room above for a top point's label of 2-3 lines
@@ -340,7 +355,7 @@ def plot_recompute_pareto(curve, title: str | None = None) -> Figure:
         ax.spines[["top", "right"]].set_visible(False)
         ax.tick_params(labelsize=9)
     left.set_xlabel(_("FLOPs of a step (GFLOP, matrix products)"), fontsize=9)
-    right.set_xlabel(_("time of a step, measured (x no checkpointing)"), fontsize=9)
+    right.set_xlabel(_("time of a step, measured (x no checkpointing; bar: the spread)"), fontsize=9)
     left.set_ylabel(_("activations kept for backward (MiB)"), fontsize=9)
     left.set_title(_("against FLOPs"), fontsize=10)
     right.set_title(_("against time, on this CPU"), fontsize=10)

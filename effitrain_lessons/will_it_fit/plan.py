@@ -469,7 +469,7 @@ class Line:
     modelled: bool = True  # False for the allowance
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # a cell that ends with it shows its table, not its fields
 class Estimate(ShowsAsTable):
     """The memory one training step needs, line by line. `total` includes the allowance."""
 
@@ -740,10 +740,10 @@ class Verdict:
             )
         if self.remedies:
             return phrase(
-                "{gpu}: does not fit ({used}); it would with {remedies}.",
+                "{gpu}: does not fit ({used}). Any one of these changes alone would make it fit: {remedies}.",
                 gpu=self.gpu,
                 used=used,
-                remedies=_(" or ").join(fill(_(text), values(remedy)) for text, remedy in self.remedies),
+                remedies="; ".join(fill(_(text), values(remedy)) for text, remedy in self.remedies),
             )
         return phrase(
             "{gpu}: does not fit ({used}), and no single change the planner knows makes it fit.",

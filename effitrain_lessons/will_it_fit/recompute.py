@@ -11,6 +11,10 @@ way, so that they can be drawn as one Pareto curve of memory against compute:
   checkpointing's cache), and the FLOPs of forward + backward, recomputation included.
 - `memory_budget_sweep` compiles the layer once per budget and measures each compiled step.
 
+Eager steps are timed as every lesson times them (`shared/timing.py`): in turns, after warm-up
+steps, the median and spread of several. A compiled step is not timed: here it runs op by op,
+unfused (aot_eager), so its time would say nothing of a real compiled step's.
+
 Why compiled steps are measured differently: while any non-infra `TorchDispatchMode` is active
 (`FlopCounterMode`, `trace_step`'s recorders), Dynamo does not run the compiled code: it runs the
 function eagerly (torch/_dynamo/convert_frame.py: "non-infra torch dispatch mode present"), so the
@@ -31,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import math
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -52,6 +55,7 @@ from effitrain_lessons.shared.memory import (
     storage_key,
 )
 from effitrain_lessons.shared.tables import ShowsAsTable, Table
+from effitrain_lessons.shared.timing import REPEATS, WARMUP, Ratio, Times, time_alternating
 from effitrain_lessons.shared.tracing import op_name, trace_step
 
 # The labels lesson 6's cells give the steps they measure (English; `RecomputePoint.name` shows them
@@ -127,7 +131,7 @@ class RecomputePoint:
     saved_bytes: int  # made in the forward pass and held for the backward pass (inputs, parameters excluded)
     flops: int  # forward + backward, recomputation included (FlopCounterMode: matrix products)
     forward_flops: int
-    seconds: float  # a plain step, the fastest of `repeats`
+    times: Times | None  # its plain steps, timed (shared/timing.py); None: not timed (a compiled step)
     recomputed: Mapping[str, int] = field(default_factory=dict)  # op -> times it ran again in the backward
     budget: float | None = None  # the activation memory budget of a compiled step; None: eager
     redraws_random: bool | None = None  # compiled: the backward draws dropout's random numbers again
@@ -138,6 +142,11 @@ class RecomputePoint:
     @property
     def compiled(self) -> bool:
         return self.budget is not None
+
+    @property
+    def seconds(self) -> float:
+        """The median time of a step (nan when not timed): the cost `RecomputeCurve` weighs on time."""
+        return math.nan if self.times is None else self.times.median
 
     def name(self) -> str:
         """The label in the lesson's language."""
@@ -153,9 +162,11 @@ def measure_recompute(
     *,
     parameters: torch.nn.Module | None = None,
     loss_fn: Callable | None = None,
-    repeats: int = 2,
+    warmup: int = WARMUP,
+    repeats: int = REPEATS,
 ) -> RecomputePoint:
-    """Measure one training step of `fn(x)` (eager): what it keeps for the backward, its FLOPs, its time.
+    """Measure one training step of `fn(x)` (eager): what it keeps for the backward, its FLOPs, its time
+    (`repeats` steps after `warmup`; `repeats=0` leaves it untimed).
 
     `fn` is the layer itself or a function around it (`checkpoint(layer, x, ...)`, a selective
     policy's wrapper); pass the layer as `parameters` when `fn` is a function, so that its gradients
@@ -170,16 +181,19 @@ def measure_recompute(
             )
         )
     _check_input(x)
-    whole_numbers(repeats=repeats)
     with torch.random.fork_rng(devices=[]):  # dropout's numbers: the caller's random state untouched
         trace = trace_step(fn, {"x": x}, parameters=parameters, loss_fn=loss_fn)
-        seconds = _fastest_step(lambda: fn(x), loss_fn, repeats, parameters, x)
+        times = None
+        if repeats:
+            step = _plain_step(lambda: fn(x), loss_fn, parameters, x)
+            times = time_alternating({label: step}, x.device, warmup=warmup, repeats=repeats)[label]
+        _reset_grads(parameters, x)
     return RecomputePoint(
         label=label,
         saved_bytes=trace.kept_bytes,
         flops=trace.flops,
         forward_flops=trace.forward_flops,
-        seconds=seconds,
+        times=times,
         recomputed=dict(trace.recomputed),
         gradients=trace.gradients,
     )
@@ -191,26 +205,28 @@ def measure_steps(
     *,
     parameters: torch.nn.Module | None = None,
     loss_fn: Callable | None = None,
-    rounds: int = 7,
+    warmup: int = WARMUP,
+    repeats: int = REPEATS,
 ) -> list[RecomputePoint]:
     """`measure_recompute` for each step of `steps` (label -> the layer, or a function around it), the
-    times taken in turns: each round runs every step once, and a step's time is its fastest round. On
-    a shared CPU a burst of other work then slows every step of a round alike, instead of one step.
-    A step that is a module is its own `parameters`; a function's are `parameters`. Used by lesson 6.
+    times taken in turns (`timing.time_alternating`: A, B, A, B, ...), so that on a shared CPU a burst
+    of other work slows every step alike, instead of one. A step that is a module is its own
+    `parameters`; a function's are `parameters`. Used by lesson 6.
     """
-    whole_numbers(rounds=rounds)
+    whole_numbers(repeats=repeats)
     owners = {label: fn if isinstance(fn, torch.nn.Module) else parameters for label, fn in steps.items()}
     points = {
-        label: measure_recompute(fn, x, label, parameters=owners[label], loss_fn=loss_fn, repeats=1)
+        label: measure_recompute(fn, x, label, parameters=owners[label], loss_fn=loss_fn, repeats=0)
         for label, fn in steps.items()
     }
-    fastest = dict.fromkeys(steps, math.inf)
+    plain_steps = {
+        label: _plain_step(functools.partial(fn, x), loss_fn, owners[label], x) for label, fn in steps.items()
+    }
     with torch.random.fork_rng(devices=[]):
-        for _round in range(rounds):
-            for label, fn in steps.items():
-                seconds = _fastest_step(functools.partial(fn, x), loss_fn, 1, owners[label], x)
-                fastest[label] = min(fastest[label], seconds)
-    return [replace(point, seconds=fastest[label]) for label, point in points.items()]
+        times = time_alternating(plain_steps, x.device, warmup=warmup, repeats=repeats)
+    for label in steps:
+        _reset_grads(owners[label], x)
+    return [replace(point, times=times[label]) for label, point in points.items()]
 
 
 def _check_input(x: torch.Tensor) -> None:
@@ -222,18 +238,14 @@ def _check_input(x: torch.Tensor) -> None:
         )
 
 
-def _fastest_step(
-    run: Callable, loss_fn: Callable | None, repeats: int, parameters, x: torch.Tensor
-) -> float:
-    """The fastest of `repeats` plain forward + backward passes, gradients reset before each."""
-    seconds = []
-    for _repeat in range(repeats):  # not `_`: that name is the translation function here
+def _plain_step(run: Callable, loss_fn: Callable | None, parameters, x: torch.Tensor) -> Callable[[], None]:
+    """One plain forward + backward pass, gradients reset before it: what the clock times."""
+
+    def step() -> None:
         _reset_grads(parameters, x)
-        start = time.perf_counter()
         (loss_fn or torch.sum)(run()).backward()
-        seconds.append(time.perf_counter() - start)
-    _reset_grads(parameters, x)
-    return min(seconds)
+
+    return step
 
 
 def _reset_grads(parameters: torch.nn.Module | None, x: torch.Tensor) -> None:
@@ -360,14 +372,13 @@ def measure_budget(
     budget: float,
     *,
     loss_fn: Callable | None = None,
-    repeats: int = 1,
 ) -> RecomputePoint:
     """Compile `layer` with the aot_eager_decomp_partition backend under `activation_memory_budget =
     budget`, and measure one training step of it: the bytes the compiled forward hands to its backward
     (the layer's input and parameters excluded, as for an eager step; the loss is outside the compiled
     graph and the default sum saves nothing), the FLOPs of both graphs, the ops the backward runs
-    again, and whether it draws random numbers again. The time is that of the steps after the first,
-    which compiles.
+    again, and whether it draws random numbers again. It is not timed: this backend runs the graphs
+    op by op, unfused, so its time would say nothing of a compiled step's.
 
     Resets Dynamo before and after (every compiled function's cache is cleared); restores the
     config. The step's random numbers are drawn from the caller's state, and it is left as it was.
@@ -375,7 +386,6 @@ def measure_budget(
     """
     budget = check_budget(budget)
     _check_input(x)
-    whole_numbers(repeats=repeats)
     loss_fn = loss_fn or torch.sum
     runs = _GraphRuns()
     leaves = {"x": x, **dict(layer.named_parameters())}
@@ -398,7 +408,7 @@ def measure_budget(
         runs.counting = False
         del loss
         gradients = {name: t.grad.detach().clone() for name, t in leaves.items() if t.grad is not None}
-        seconds = _fastest_step(lambda: compiled(x), loss_fn, repeats, layer, x)
+        _reset_grads(layer, x)
     if len(runs.graphs) != 2 or len(runs.flops) != 2:
         raise RuntimeError(
             phrase(
@@ -414,7 +424,7 @@ def measure_budget(
         saved_bytes=saved,
         flops=sum(runs.flops),
         forward_flops=runs.flops[0],
-        seconds=seconds,
+        times=None,
         recomputed=runs.recomputed(),
         budget=budget,
         redraws_random=runs.redraws_random(),
@@ -429,20 +439,19 @@ def memory_budget_sweep(
     budgets: Iterable[float] = BUDGETS,
     *,
     loss_fn: Callable | None = None,
-    repeats: int = 1,
 ) -> tuple[RecomputePoint, ...]:
     """`measure_budget` for each budget (each one compiled afresh), in the order given. Used by lesson 6."""
     budgets = [check_budget(budget) for budget in budgets]
     if not budgets:
         raise ValueError(_("memory_budget_sweep needs at least one budget, e.g. budgets=(0.0, 0.5, 1.0)."))
-    return tuple(measure_budget(layer, x, budget, loss_fn=loss_fn, repeats=repeats) for budget in budgets)
+    return tuple(measure_budget(layer, x, budget, loss_fn=loss_fn) for budget in budgets)
 
 
 # ---------------------------------------------------------------------------------------------
 # The curve
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # a cell that ends with it shows its table, not its fields
 class RecomputeCurve(ShowsAsTable):
     """Measured points, the first one the baseline (no checkpointing). A point is Pareto-optimal when
     no other point keeps fewer bytes for no more FLOPs, or fewer FLOPs for no more bytes (`cost=
@@ -479,11 +488,21 @@ class RecomputeCurve(ShowsAsTable):
         )
 
     def candidates(self, cost: str = "flops") -> list[RecomputePoint]:
-        """The points that compete on `cost` ("flops" or "seconds"): right gradients only, and for
-        time eager points only (a compiled step's time is aot_eager's, op by op, unfused)."""
+        """The points that compete on `cost` ("flops" or "seconds", the median step): right gradients
+        only, and for time the timed eager points only (a compiled step is not timed)."""
         if cost not in ("flops", "seconds"):
             raise ValueError(phrase('cost is "flops" or "seconds", got {cost!r}.', cost=cost))
-        return [p for p in self.points if not p.redraws_random and (cost == "flops" or not p.compiled)]
+        return [
+            p
+            for p in self.points
+            if not p.redraws_random and (cost == "flops" or (not p.compiled and p.times is not None))
+        ]
+
+    def time_ratio(self, point: RecomputePoint) -> Ratio | None:
+        """`point`'s time over the baseline's, with the range their spreads allow; None if untimed."""
+        if point.times is None or self.baseline.times is None:
+            return None
+        return point.times / self.baseline.times
 
     def is_optimal(self, point: RecomputePoint, cost: str = "flops") -> bool:
         rivals = self.candidates(cost)
@@ -521,8 +540,8 @@ class RecomputeCurve(ShowsAsTable):
                     format_bytes(p.saved_bytes),
                     format_number(_ratio(p.saved_bytes, base.saved_bytes), ".0%"),
                     format_flops(p.flops),
-                    f"x{format_number(_ratio(p.flops, base.flops), '.3f')}",
-                    "-" if p.compiled else f"x{format_number(_ratio(p.seconds, base.seconds), '.2f')}",
+                    format_number(_ratio(p.flops, base.flops) - 1, "+.1%"),
+                    "-" if p.times is None or base.times is None else str(p.times / base.times),
                     again,
                     ("*" if self.is_optimal(p) else "") + ("+" if self.is_optimal(p, "seconds") else ""),
                     "!" if p.redraws_random else "",
@@ -535,7 +554,11 @@ class RecomputeCurve(ShowsAsTable):
                 "FLOPs count matrix products only (FlopCounterMode): recomputing softmax, GELU, dropout or "
                 "layer norm costs time but no counted FLOPs."
             ),
-            phrase("time: a plain step (the fastest of a few), relative to {label}", label=base.name()),
+            phrase(
+                "time: a step's median over {label}'s; in parentheses, the range the middle halves of the "
+                "two allow",
+                label=base.name(),
+            ),
         ]
         same = self.same_gradients()
         if same is not None and not any(p.compiled for p in self.points):
@@ -549,7 +572,7 @@ class RecomputeCurve(ShowsAsTable):
             notes.append(
                 _(
                     "- a compiled step runs here op by op, unfused (aot_eager): "
-                    "its time says nothing of a compiled step's, so it is not shown."
+                    "its time would say nothing of a compiled step's, so it is not timed."
                 )
             )
         if any(p.redraws_random for p in self.points):
@@ -565,7 +588,7 @@ class RecomputeCurve(ShowsAsTable):
                 "kept for backward",
                 "kept / baseline",
                 "FLOPs (fwd + bwd)",
-                "FLOPs / baseline",
+                "recomputed FLOPs",
                 "time / baseline",
                 "ops run again",
                 "Pareto",

@@ -10,8 +10,10 @@ script and a launch on many GPUs and machines all run the learner's loop:
 
 `watch_training(model)` measures a run without a line in the loop: a forward hook on the model
 reads each micro-batch's loss, and a global optimizer-step hook marks each optimizer step and its
-learning rate. Each process prints its rank, `distributed_type` and `num_processes` before it trains,
-so a launch that silently fell back to one process shows it.
+learning rate. A clock (shared/timing.py) starts at each optimizer step's first micro-batch and
+stops after the step, so a run reports the median time of an optimizer step and its spread. Each
+process prints its rank, `distributed_type` and `num_processes` before it trains, so a
+launch that silently fell back to one process shows it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,7 @@ import contextlib
 import json
 import math
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 
 import torch
@@ -29,9 +30,10 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from torch.utils.data import DataLoader
 
 from effitrain_lessons.shared.arguments import command_line, whole_numbers
-from effitrain_lessons.shared.i18n import _, format_number, phrase
+from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
 from effitrain_lessons.shared.processes import end_processes, start_workers
 from effitrain_lessons.shared.tables import ShowsAsTable, Table
+from effitrain_lessons.shared.timing import Clock, Times
 
 SIZINGS = ("optimizer", "slide")
 
@@ -54,6 +56,9 @@ class LoopConfig:
     train_rows: int | None = field(default=None, metadata={"help": "train on the first rows only"})
     seed: int = 0
     cpu: bool = field(default=False, metadata={"help": "use the CPU even if a GPU is present"})
+    threads: int | None = field(
+        default=None, metadata={"help": "PyTorch's CPU threads (the lessons use 1); its default if not given"}
+    )
     json: str | None = field(
         default=None, metadata={"help": "write the main process's measurements to this file"}
     )
@@ -61,6 +66,8 @@ class LoopConfig:
     def check(self) -> None:
         """Raise ValueError with one sentence for a setting the loop cannot use."""
         whole_numbers(epochs=self.epochs, batch_size=self.batch_size, accumulation=self.accumulation)
+        if self.threads is not None:
+            whole_numbers(threads=self.threads)
         if self.train_rows is not None and self.train_rows < self.batch_size:
             raise ValueError(
                 phrase(
@@ -81,14 +88,17 @@ class TrainingRun(ShowsAsTable):
     micro_batches: int = 0
     optimizer_steps: int = 0
     eval_rows: int = 0  # rows this process's model saw in eval mode
-    seconds: float = 0.0
+    # each optimizer step (its micro-batches' forward and backward passes and the step itself), the
+    # first ones left out as warm-up; None until a step has run
+    step_times: Times | None = None
 
     def table(self) -> Table:
         rows = [
             [_("optimizer steps"), self.optimizer_steps],
             [_("micro-batches"), self.micro_batches],
-            [_("seconds"), format_number(self.seconds, ".1f")],
         ]
+        if self.step_times is not None:
+            rows.append([_("time of an optimizer step"), str(self.step_times)])
         if self.losses:
             rows += [
                 [_("loss, first step"), format_number(self.losses[0], ".4f")],
@@ -105,9 +115,19 @@ def watch_training(model: torch.nn.Module) -> Iterator[TrainingRun]:
     Every training-mode forward of `model` is a micro-batch (its `.loss` is read); every optimizer
     step, of any optimizer, ends an optimizer step (its learning rate is read once the scheduler has
     stepped: at the next optimizer step, or when the block ends). Recomputation by checkpointing
-    runs the layers, never `model` itself, so it is not counted twice.
+    runs the layers, never `model` itself, so it is not counted twice. Each optimizer step is timed
+    from its first micro-batch's forward pass to the end of the step (`timing.Clock`: CPU time on a
+    CPU, wall time between synchronizations on a GPU).
     """
     run, pending, watched = TrainingRun(), [], []
+    parameter = next(model.parameters(), None)
+    clock = Clock(parameter.device if parameter is not None else "cpu")
+    timing = [False]  # whether the clock runs: from a step's first micro-batch to its optimizer step
+
+    def pre_hook(module, args, kwargs):
+        if module.training and torch.is_grad_enabled() and not timing[0]:
+            clock.start()
+            timing[0] = True
 
     def forward_hook(module, args, kwargs, output):
         if module.training and torch.is_grad_enabled():
@@ -119,6 +139,9 @@ def watch_training(model: torch.nn.Module) -> Iterator[TrainingRun]:
             run.eval_rows += len(inputs) if inputs is not None else 0
 
     def step_hook(optimizer, args, kwargs):
+        if timing[0]:
+            clock.stop()
+            timing[0] = False
         if watched:  # the learning rate after the previous step's scheduler step
             run.learning_rates.append(watched[-1].param_groups[0]["lr"])
         watched.append(optimizer)
@@ -127,14 +150,14 @@ def watch_training(model: torch.nn.Module) -> Iterator[TrainingRun]:
         pending.clear()
 
     handles = [
+        model.register_forward_pre_hook(pre_hook, with_kwargs=True),
         model.register_forward_hook(forward_hook, with_kwargs=True),
         register_optimizer_step_post_hook(step_hook),
     ]
-    start = time.perf_counter()
     try:
         yield run
     finally:
-        run.seconds = time.perf_counter() - start
+        run.step_times = clock.times()
         for handle in handles:
             handle.remove()
         if watched:
@@ -244,10 +267,14 @@ def optimizer_steps_on_one_process(
     return steps
 
 
-def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, steps: int = 2) -> str:
+def checkpointing_under_ddp(
+    use_reentrant: bool, find_unused_parameters: bool = False, steps: int = 2, shared_layer: bool = False
+) -> str:
     """Train the 2-layer tiny BERT, checkpointed, under DDP in 2 real processes (gloo, forked) for
     `steps` steps, and return what rank 0 met, as a learner reads it: "trains", or "stops:" and the
-    first sentence of DDP's error, quoted (it is PyTorch's, in English). Lesson 3."""
+    first sentence of DDP's error, quoted (it is PyTorch's, in English). With `shared_layer`, the
+    second layer is the first one again (weights shared, as ALBERT shares them), so one checkpointed
+    layer runs twice in a step. Lesson 3."""
     whole_numbers(steps=steps)
 
     def job() -> list[dict]:
@@ -260,6 +287,9 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
         dist.init_process_group("gloo")
         model = fresh_model(seed=0)
         model.config.use_cache = False
+        if shared_layer:
+            first = model.bert.encoder.layer[0]
+            model.bert.encoder.layer = torch.nn.ModuleList([first, first])
         model.activation_checkpointing_enable(
             activation_checkpointing_kwargs={"use_reentrant": use_reentrant}
         )
@@ -276,6 +306,25 @@ def checkpointing_under_ddp(use_reentrant: bool, find_unused_parameters: bool, s
 
     met = start_workers(job, num_processes=2, timeout=120)[0][0]["met"]
     return _("trains") if met == "ok" else phrase('stops: "{message}"', message=met)
+
+
+DDP_CASES = {
+    N_("each layer once"): {},
+    N_("each layer once, find_unused_parameters=True"): {"find_unused_parameters": True},
+    N_("one layer run twice (shared weights)"): {"shared_layer": True},
+}
+
+
+def reentrant_under_ddp(cases: Mapping[str, Mapping] = DDP_CASES) -> Table:
+    """`checkpointing_under_ddp` for each case (label -> its keyword arguments) and both forms of
+    checkpointing: one row per case, one column per `use_reentrant`. Lesson 3."""
+    return Table(
+        ["model and DDP", "use_reentrant=True", "use_reentrant=False"],
+        [
+            [_(label), *(checkpointing_under_ddp(reentrant, **case) for reentrant in (True, False))]
+            for label, case in cases.items()
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -295,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
         from effitrain_lessons.shared.finetuning import fresh_model, learning_rate_for, lesson_data
         from effitrain_lessons.with_accelerator.saved import train
 
+        if config.threads is not None:
+            torch.set_num_threads(config.threads)
         state = PartialState(cpu=config.cpu)
         print(
             phrase(

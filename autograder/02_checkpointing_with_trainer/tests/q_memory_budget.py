@@ -7,7 +7,7 @@ test = {   'name': 'q_memory_budget',
                                                '>>> from effitrain_lessons.shared.i18n import phrase\n'
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> from effitrain_lessons.shared.memory import record_saved_tensors\n'
-                                               '>>> from effitrain_lessons.shared.models import tiny_bert\n'
+                                               '>>> from effitrain_lessons.shared.models import tiny_bert as reference_bert\n'
                                                ">>> got = {'plain': largest_plain, 'checkpointed': largest_checkpointed}\n"
                                                '>>> want = {}\n'
                                                ">>> budget_rows = tokenized_mrpc()['train']\n"
@@ -16,7 +16,7 @@ test = {   'name': 'q_memory_budget',
                                                '...         budget_model(**budget_rows[:rows])\n'
                                                '...     return log.total_bytes\n'
                                                ">>> for name in ('plain', 'checkpointed'):\n"
-                                               '...     budget_model = tiny_bert()\n'
+                                               '...     budget_model = reference_bert()\n'
                                                '...     budget_model.config.use_cache = False\n'
                                                "...     if name == 'checkpointed':\n"
                                                '...         budget_model.activation_checkpointing_enable()\n'
@@ -35,7 +35,7 @@ test = {   'name': 'q_memory_budget',
                                    {   'code': '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> from effitrain_lessons.shared.memory import record_saved_tensors\n'
-                                               '>>> from effitrain_lessons.shared.models import tiny_bert\n'
+                                               '>>> from effitrain_lessons.shared.models import tiny_bert as reference_bert\n'
                                                ">>> got = {'plain': largest_plain, 'checkpointed': largest_checkpointed}\n"
                                                '>>> want = {}\n'
                                                ">>> budget_rows = tokenized_mrpc()['validation']\n"
@@ -44,7 +44,7 @@ test = {   'name': 'q_memory_budget',
                                                '...         budget_model(**budget_rows[:rows])\n'
                                                '...     return log.total_bytes\n'
                                                ">>> for name in ('plain', 'checkpointed'):\n"
-                                               '...     budget_model = tiny_bert()\n'
+                                               '...     budget_model = reference_bert()\n'
                                                '...     budget_model.config.use_cache = False\n'
                                                "...     if name == 'checkpointed':\n"
                                                '...         budget_model.activation_checkpointing_enable()\n'

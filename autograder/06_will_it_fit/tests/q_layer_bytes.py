@@ -8,7 +8,7 @@ test = {   'name': 'q_layer_bytes',
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> from effitrain_lessons.shared.memory import record_saved_tensors\n'
                                                '>>> from effitrain_lessons.will_it_fit.plan import build\n'
-                                               ">>> got = {'yours': layer_activation_bytes(32, 2, 64, 4, 256)}\n"
+                                               ">>> got = {'yours': layer_activation_bytes(32, 2, 64, 4, 256, dropout=False)}\n"
                                                '>>> want = {}\n'
                                                '>>> def measured_layer(s, b, h, a, f, dropout):\n'
                                                '...     p = 0.1 if dropout else 0.0\n'
@@ -20,11 +20,10 @@ test = {   'name': 'q_layer_bytes',
                                                '...             model(input_ids=torch.randint(256, (b, s), generator=torch.Generator().manual_seed(0)), labels=torch.zeros(b, dtype=torch.long))\n'
                                                '...         saved.append(log.total_bytes)\n'
                                                '...     return saved[1] - saved[0]\n'
-                                               ">>> want['measured'] = measured_layer(32, 2, 64, 4, 256, dropout=True)\n"
+                                               ">>> want['measured'] = measured_layer(32, 2, 64, 4, 256, dropout=False)\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
-                                               ">>> check_prediction('layer_activation_bytes(32, 2, 64, 4, 256)', got['yours'], want['measured'], rel=0.01, why=phrase('Measured on a 1- and a 2-layer "
-                                               'BERT (eager attention, dropout 0.1, fp32, this CPU). Re-read section 2.2: count every tensor it lists for one layer, and section 2.3: the dropout '
-                                               "masks, at 4 bytes an element on a CPU.'))\n",
+                                               '>>> check_prediction(\'layer_activation_bytes(32, 2, 64, 4, 256, dropout=False)\', got[\'yours\'], want[\'measured\'], rel=0.01, why=phrase("Re-read '
+                                               'section 2.2, One layer\'s activations, against Korthikanti et al., and section 2.3, The gap is dropout\'s masks."))\n',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
