@@ -32,8 +32,11 @@ RIGHT = {
         "01_checkpointing_first_principles",
         ["predicted_recomputations", "predicted_kept_bytes(32, 64, 128)"],
     ),
-    "q_memory_budget": ("02_checkpointing_with_trainer", ["largest_plain", "largest_checkpointed"]),
-    "q_step_flops": ("02_checkpointing_with_trainer", ["predicted_mflop"]),
+    "q_memory_budget": (
+        "02_checkpointing_with_trainer",
+        ["largest_micro_batch(3 * 2**20, False)", "largest_micro_batch(3 * 2**20, True)"],
+    ),
+    "q_step_flops": ("02_checkpointing_with_trainer", ["predicted_mflop(16, 2)"]),
     "q_steps_per_process": ("03_checkpointing_with_accelerator", ["steps_per_process(40, 4, 2, 3)"]),
     "q_half_memory": (
         "03_checkpointing_with_accelerator",
@@ -100,13 +103,41 @@ WRONG = [
         'predicted_recomputations = {"mm": 0, "relu": 1}\n'
         "def predicted_kept_bytes(batch, width, hidden):\n    return batch * hidden * 4\n",
     ),
-    # one row too many; the checkpointed bytes taken for the plain ones
-    ("q_memory_budget", "largest_plain = 4\nlargest_checkpointed = 53\n"),
-    ("q_memory_budget", "largest_plain = 2\nlargest_checkpointed = 26\n"),
-    ("q_memory_budget", "largest_plain = '3'\nlargest_checkpointed = 52.0\n"),
-    # the accumulation forgotten; 4/3 forgotten
-    ("q_step_flops", "predicted_mflop = 403.0\n"),
-    ("q_step_flops", "predicted_mflop = 604.8\n"),
+    # one pair too many; the bytes of two pairs taken for one; not a whole number
+    (
+        "q_memory_budget",
+        "def largest_micro_batch(budget, checkpointing):\n"
+        "    return budget // (59_924 if checkpointing else 814_612) + 1\n",
+    ),
+    (
+        "q_memory_budget",
+        "def largest_micro_batch(budget, checkpointing):\n"
+        "    return budget // (2 * (59_924 if checkpointing else 814_612))\n",
+    ),
+    (
+        "q_memory_budget",
+        "def largest_micro_batch(budget, checkpointing):\n"
+        "    return budget / (59_924 if checkpointing else 814_612)\n",
+    ),
+    # the accumulation forgotten; 4/3 forgotten; measured, not predicted
+    (
+        "q_step_flops",
+        "def predicted_mflop(micro_batch, accumulation):\n    return micro_batch * 201.53 / 8\n",
+    ),
+    (
+        "q_step_flops",
+        "def predicted_mflop(micro_batch, accumulation):\n"
+        "    return micro_batch * accumulation * 151.2 / 8\n",
+    ),
+    (
+        "q_step_flops",
+        "from effitrain_lessons.shared.memory import measure_step\n"
+        "def predicted_mflop(micro_batch, accumulation):\n"
+        "    model = fresh_model(MODEL_NAME, seed=SEED)\n"
+        "    model.activation_checkpointing_enable()\n"
+        "    rows = train_set[:micro_batch]\n"
+        "    return measure_step(model, rows).flops * accumulation / 1e6\n",
+    ),
     # one process's steps: the shard forgotten
     (
         "q_steps_per_process",

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # arithmetic written out: "2 x 4", "s * b", "(1 + 2)", "h / a", "a × b", "= 4 *"
 FORMULA = re.compile(
     r"\d\s*[x×*/]\s*\(?\d"  # 8 x 4, 2*3, 16 / 8
-    r"|\b[a-zA-Z_]\w*\s*[×*/]\s*[a-zA-Z_(\d]"  # s * b, h/a, heads × seq
+    r"|\b[a-zA-Z_]\w*\s*(?:[×*]|/(?!s\b))\s*[a-zA-Z_(\d]"  # s * b, h/a, heads × seq (not Mb/s)
     r"|\(\s*[\w.]+\s*[-+*/×]\s*[\w.]+\s*\)"  # (1 + 2), (n - 1)
     r"|=\s*[\w.()]+\s*(?:[-+*/×]|x\s)"  # an equation: bytes = elements x 4 (a setting, K = 7, is no method)
 )

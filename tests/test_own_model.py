@@ -181,7 +181,7 @@ def test_the_peak_report_and_its_figure():
 def test_one_blocks_saving_times_the_blocks_against_every_block():
     savings = own_model.BlockSavings(one_block=2**20, blocks=8, every_block=8 * 2**20, block_input=2**17)
     assert str(savings).splitlines() == [
-        "one block frees 1.000 MiB; 8 times that is 8.000 MiB; every block frees 8.000 MiB",
+        "one block frees 1.00 MiB; 8 times that is 8.00 MiB; every block frees 8.00 MiB",
         "equal to the byte: yes",
         "a block's input: 0.125 MiB",
     ]
@@ -284,7 +284,7 @@ def test_the_reports_speak_turkish_with_turkish_numbers(monkeypatch):
 
     savings = own_model.BlockSavings(one_block=2502656, blocks=8, every_block=20021248, block_input=131072)
     assert str(savings).splitlines()[0] == (
-        "bir blok 2,387 MiB boşaltır; bunun 8 katı 19,094 MiB; her blok birlikte 19,094 MiB boşaltır"
+        "bir blok 2,39 MiB boşaltır; bunun 8 katı 19,09 MiB; her blok birlikte 19,09 MiB boşaltır"
     )
     times = Times((2.5,), (2.6,), "cpu")
     report = own_model.OffloadReport(

@@ -74,6 +74,9 @@ def test_a_prediction_is_compared_with_the_measurement():
         r"Not what was measured: 'mm', 'relu'\.",
     ):
         check_prediction("recomputed", {"mm": 1, "relu": 0}, {"mm": 0, "relu": 1})
+    check_prediction("peaks", {"a": 1.005, "b": 2.0}, {"a": 1.0, "b": 2.0}, rel=0.01)  # each within rel
+    with pytest.raises(AssertionError, match="Not what was measured: 'a'"):
+        check_prediction("peaks", {"a": 1.05, "b": 2.0}, {"a": 1.0, "b": 2.0}, rel=0.01)
     with pytest.raises(AssertionError, match="recomputed should be a dict; it is a list"):
         check_prediction("recomputed", [0, 1], {"mm": 0, "relu": 1})
 

@@ -284,19 +284,23 @@ def test_wrong_answers_fail_the_public_checks_and_right_ones_pass():
         str(editions.ROOT / editions.edition_paths("02_checkpointing_with_trainer")["learner"])
     )
     # 3 MiB over the bytes one pair keeps (lesson 00's tiny BERT, dropout on; they grow with the pairs)
-    right = repr(grader.check("q_memory_budget", {"largest_plain": 3, "largest_checkpointed": 52}))
+    per_pair = {False: 814_612, True: 59_924}
+    right = repr(grader.check("q_memory_budget", {"largest_micro_batch": lambda b, c: b // per_pair[c]}))
     assert "failed" not in right, right
-    for plain, checkpointed in ((4, 52), (3, 53)):
+    for extra in ({False: 1, True: 0}, {False: 0, True: 1}):
         wrong = repr(
-            grader.check("q_memory_budget", {"largest_plain": plain, "largest_checkpointed": checkpointed})
+            grader.check(
+                "q_memory_budget",
+                {"largest_micro_batch": lambda b, c, extra=extra: b // per_pair[c] + extra[c]},
+            )
         )
         assert "that is not what was measured" in wrong and "Re-read section" in wrong
-        assert "52" not in wrong.replace(f"= {checkpointed}", "") and "too " not in wrong
+        assert "52" not in wrong.replace("= 53", "") and "too " not in wrong
 
     # two micro-batches of 16, checkpointed: 2 x 2 x the 201.53 MFLOP of section 4's checkpointed 8
-    right = repr(grader.check("q_step_flops", {"predicted_mflop": 806.1}))
+    right = repr(grader.check("q_step_flops", {"predicted_mflop": lambda m, a: m * a * 201.53 / 8}))
     assert "failed" not in right, right
-    for wrong_mflop in (403.06, "806"):
+    for wrong_mflop in (lambda m, a: m * 201.53 / 8, lambda m, a: "806"):
         wrong = repr(grader.check("q_step_flops", {"predicted_mflop": wrong_mflop}))
         assert "failed" in wrong and "806" not in wrong.replace("'806'", "")
 

@@ -358,6 +358,9 @@ def plot_link_timings(timings, title: str | None = None) -> Figure:
     axes[0][0].set_ylim(0, 1.15 * highest)
     axes[0][0].set_ylabel(_("ms per step (bars: middle half)"))
     handles, labels = axes[0][0].get_legend_handles_labels()
+    first = labels.index(_("Local SGD, measured"))  # the measurement first, then the model's lines
+    order = [first, *[index for index in range(len(labels)) if index != first]]
+    handles, labels = [handles[index] for index in order], [labels[index] for index in order]
     fig.legend(handles, labels, fontsize=7, frameon=False, loc="outside lower center", ncols=5)
     if title is None:
         title = phrase(

@@ -277,7 +277,7 @@ class SmallBuckets(ShowsAsLines):
             ),
             phrase(
                 "the backward pass hid {hidden:.1f} ms of the link's {link:.1f} ms a step (medians)",
-                hidden=1000 * (self.predicted - self.measured.median),
+                hidden=max(0.0, 1000 * (self.predicted - self.measured.median)),  # noise can make it < 0
                 link=1000 * (self.predicted - self.own_link.median),
             ),
         ]

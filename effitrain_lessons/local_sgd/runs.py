@@ -149,7 +149,7 @@ def link_sweep(
                 steps=timed_steps(1, 2 * windows) if k is None else timed_steps(k, windows),
                 latency_ms=link.latency_ms,
                 megabits_per_s=link.megabits_per_s,
-                **settings,
+                **{"evaluate": False, **settings},  # timed, not evaluated
             )
     return sweep
 

@@ -246,10 +246,10 @@ class BlockSavings(ShowsAsLines):
         return [
             phrase(
                 "one block frees {one}; {blocks} times that is {times}; every block frees {every}",
-                one=in_mib(self.one_block, 3),
+                one=in_mib(self.one_block),
                 blocks=self.blocks,
-                times=in_mib(self.blocks * self.one_block, 3),
-                every=in_mib(self.every_block, 3),
+                times=in_mib(self.blocks * self.one_block),
+                every=in_mib(self.every_block),
             ),
             phrase(
                 "equal to the byte: {same}",

@@ -237,6 +237,12 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
         )
     if type(predicted) is type(measured) and predicted == measured:
         return
+    if (
+        type(predicted) is dict is type(measured)
+        and set(predicted) == set(measured)
+        and all(_same(predicted[key], measured[key], rel) for key in measured)
+    ):
+        return  # a dict of numbers, each within `rel`
     if type(predicted) is not type(measured):
         _fail(
             phrase(

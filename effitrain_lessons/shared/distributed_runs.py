@@ -95,6 +95,9 @@ class RunConfig:
     seed: int = 0
     cpu: bool = field(default=True, metadata={"help": "gloo on the CPU; --no-cpu uses the GPUs"})
     bucket_mb: float = field(default=25.0, metadata={"help": "DDP's bucket_cap_mb, in MB"})
+    evaluate: bool = field(
+        default=True, metadata={"help": "the validation loss at the end; --no-evaluate: timing runs skip it"}
+    )
 
     @property
     def label(self) -> str:
@@ -379,7 +382,8 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
     """Run `loop(config, model, train_set)` (the lesson's `train`) in this process and measure it from
     outside: a forward pre-hook counts micro-batches and fingerprints the parameters each previous
     step left, a forward hook reads each loss, and the counter sees every all-reduce. Then every
-    process evaluates its own final model on the whole validation split (no communication)."""
+    process evaluates its own final model on the whole validation split (no communication), unless
+    `config.evaluate` is off (its validation loss is then NaN)."""
     from accelerate import PartialState
 
     from effitrain_lessons.shared.data import tokenized_mrpc
@@ -432,6 +436,8 @@ def measured_run(config: RunConfig, loop, splits=None) -> ProcessReport:
     ).decode()
     report.fingerprints.append(report.final_fingerprint)
 
+    if not config.evaluate:
+        return report
     model.eval()
     validation = splits["validation"][:]
     with torch.no_grad():

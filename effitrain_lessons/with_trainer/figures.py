@@ -84,7 +84,8 @@ def plot_checkpointing_cost(plain, checkpointed, title: str | None = None) -> Fi
     cost_ax.set_xticks(list(x), names)
     cost_ax.set_ylabel(_("relative to without checkpointing"))
     cost_ax.set_title(_("compute per micro-batch"), fontsize=10)
-    cost_ax.legend(fontsize=8, frameon=False, loc="upper left")
+    # below the panels: inside, it would cover the time bar's spread
+    fig.legend(handles=[flop_bars, time_bars], fontsize=8, frameon=False, loc="outside lower right", ncol=2)
     for ax in (memory_ax, cost_ax):
         ax.set_xlabel(_("checkpointing"))
         ax.spines[["top", "right"]].set_visible(False)

@@ -21,7 +21,7 @@ test = {   'name': 'q_crossover_k',
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
                                                ">>> got = {'E': crossover_e}\n"
                                                '>>> want = {}\n'
-                                               ">>> want['E'] = crossover_on(Link(latency_ms=4, megabits_per_s=12), layers=1, batch_size=4)\n"
+                                               ">>> want['E'] = crossover_on(Link(latency_ms=2, megabits_per_s=10), layers=1, batch_size=4)\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert type(got['E']) is int and got['E'] == want['E']\n",
                                        'hidden': True,
