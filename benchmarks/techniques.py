@@ -132,11 +132,12 @@ def segment_anchor() -> dict:
 def local_sgd_anchor(steps: int = 112, layers: int = 1, num_processes: int = 2) -> list[dict]:
     """Lesson 4's setting (1-layer tiny BERT, 112 micro-batches of 16 per process, 2 processes):
     data parallel and Local SGD for K in {1, 2, 4, 8, 16}, all for the same number of steps."""
+    from effitrain_lessons.local_sgd.runs import LocalSGDConfig, summary
     from effitrain_lessons.local_sgd.saved import train
-    from effitrain_lessons.shared.distributed_runs import RunConfig, launch, summary
+    from effitrain_lessons.shared.distributed_runs import launch
 
-    configs = [RunConfig(mode="ddp", steps=steps, layers=layers)]
-    configs += [RunConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
+    configs = [LocalSGDConfig(mode="ddp", steps=steps, layers=layers)]
+    configs += [LocalSGDConfig(mode="local_sgd", k=k, steps=steps, layers=layers) for k in (1, 2, 4, 8, 16)]
     runs = launch(configs, train, num_processes=num_processes, timeout=900)
     rows = []
     for reports in runs:  # one list of reports per configuration
@@ -173,8 +174,9 @@ def diloco_anchor(
     one flat buffer, over 32 steps."""
     from effitrain_lessons.diloco.runs import DiLoCoConfig, row
     from effitrain_lessons.diloco.saved import train
+    from effitrain_lessons.local_sgd.runs import LocalSGDConfig
     from effitrain_lessons.local_sgd.saved import train as local_sgd_train
-    from effitrain_lessons.shared.distributed_runs import RunConfig, launch
+    from effitrain_lessons.shared.distributed_runs import launch
 
     plan = [
         (DiLoCoConfig(mode="ddp", steps=steps, layers=layers), train),
@@ -182,7 +184,7 @@ def diloco_anchor(
     ]
     for h in hs:
         plan += [
-            (RunConfig(mode="local_sgd", k=h, steps=steps, layers=layers), local_sgd_train),
+            (LocalSGDConfig(mode="local_sgd", k=h, steps=steps, layers=layers), local_sgd_train),
             (DiLoCoConfig(h=h, steps=steps, layers=layers), train),
         ]
     plan += [
