@@ -569,7 +569,10 @@ def test_activation_shares_in_turkish(turkish):
     from effitrain_lessons.shared.memory import TrainingMemory
 
     memory = TrainingMemory(parameters=1024, gradients=1024, optimizer_state=3072, activations=3072)
-    assert activation_shares({32: memory}) == "grup boyutu 32: toplam 8,00 KiB belleğin %38 kadarı aktivasyon"
+    assert (
+        activation_shares({32: memory})
+        == "grup boyutu 32: aktivasyonların toplam 8,00 KiB bellekteki payı %38"
+    )
 
 
 def test_the_memory_breakdown_labels_a_batch_size_as_a_batch():
