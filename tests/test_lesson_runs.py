@@ -52,8 +52,7 @@ ELSEWHERE: dict[str, dict[str, str]] = {
     "03": {"1 %": "a setting: exercise 2's tolerance"},
     "04": {
         "25 MB": "DDP's default bucket size (bucket_cap_mb), PyTorch's documentation",
-        "10 ms": "a setting: exercise 3's link D",
-        "4 ms": "a setting: exercise 3's link E",
+        "10 ms": "a setting: exercise 2's link D",
     },
     "05": {"25 MB": "DDP's default bucket size (bucket_cap_mb), PyTorch's documentation"},
     "06": {

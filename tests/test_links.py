@@ -21,7 +21,7 @@ from effitrain_lessons.local_sgd.runs import (
     LinkTiming,
     LocalSGDConfig,
     crossover,
-    crossover_on,
+    model_crossover_on,
     link_seconds_per_step,
     link_sweep,
     link_timings,
@@ -180,11 +180,16 @@ def test_on_a_latency_bound_link_k8_is_slower_and_on_a_bandwidth_bound_one_faste
 
 
 def test_the_exercises_links_cross_where_the_model_says():
-    """Lesson 4's exercise: link D (10 ms, 12 Mb/s) has K* = 2.1, so Local SGD is measured faster from
-    K = 3; link E (2 ms, 10 Mb/s) has K* = 1.2, so from K = 2. Both leave room for what a busy
-    machine adds to each call (a few ms), so the answers hold there too."""
-    assert crossover_on(Link(latency_ms=10, megabits_per_s=12), layers=1, batch_size=4) == 3
-    assert crossover_on(Link(latency_ms=2, megabits_per_s=10), layers=1, batch_size=4) == 2
+    """Lesson 4's exercise, by the model on the calls counted: link D (10 ms, 12 Mb/s) has K* = 2.14,
+    so from K = 3; link E (2 ms, 10 Mb/s) K* = 1.20, so from K = 2; link C (7 ms, 60 Mb/s) K* = 4.58,
+    so from K = 5. K* by hand: 314,120 bytes a synchronization, 26 calls an average, 1 a step."""
+    assert model_crossover_on(Link(latency_ms=10, megabits_per_s=12), layers=1, batch_size=4) == 3
+    assert model_crossover_on(Link(latency_ms=2, megabits_per_s=10), layers=1, batch_size=4) == 2
+    assert model_crossover_on(Link(latency_ms=7, megabits_per_s=60), layers=1, batch_size=4) == 5
+    by_hand = {(10, 12): 3, (2, 10): 2, (7, 60): 5}
+    for (latency, megabits), k in by_hand.items():
+        carry = 314_120 * 8 / (megabits * 1e6) * 1000  # ms
+        assert math.floor((26 * latency + carry) / (latency + carry)) + 1 == k
 
 
 def _times(ms: float) -> Times:
