@@ -341,7 +341,7 @@ def markdown(results: dict) -> str:
                 "FLOPs without",
                 "FLOPs with",
                 "FLOPs ratio (anchor 1.333)",
-                "step time ratio on this CPU",
+                "step time ratio on this CPU (one thread, CPU time, range)",
             ],
             [
                 [
@@ -349,7 +349,8 @@ def markdown(results: dict) -> str:
                     f"{row['flops'] / 1e9:.3f} GFLOP",
                     f"{row['flops_checkpointed'] / 1e9:.3f} GFLOP",
                     f"{row['flops_ratio']:.4f}",
-                    f"{row['time_ratio']:.2f}",
+                    f"{row['time_ratio']:.2f} ({row.get('time_ratio_low', row['time_ratio']):.2f}-"
+                    f"{row.get('time_ratio_high', row['time_ratio']):.2f})",
                 ]
                 for row in results["activations"]
             ],

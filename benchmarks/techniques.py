@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from effitrain_lessons.shared.memory import measure_step
+from effitrain_lessons.shared.timing import Ratio, time_alternating
 from effitrain_lessons.shared.models import tiny_bert
 from effitrain_lessons.will_it_fit.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
 
@@ -48,22 +49,48 @@ SHAPES = [
 
 
 def _measure(overrides: dict, layers: int, batch: int, seq: int, checkpointing: bool):
+    model, inputs = _build(overrides, layers, batch, seq, checkpointing)  # non-reentrant, as in the lessons
+    report = measure_step(model, inputs, warmup=0, repeats=1)  # bytes and FLOPs; the time: _time_checkpointing
+    del model
+    return report
+
+
+def _build(overrides: dict, layers: int, batch: int, seq: int, checkpointing: bool):
     torch.manual_seed(0)
     model = tiny_bert(**{**overrides, "num_hidden_layers": layers, "max_position_embeddings": max(seq, 128)})
     if checkpointing:
-        model.activation_checkpointing_enable()  # non-reentrant, as in the lessons
+        model.activation_checkpointing_enable()
     model.config.use_cache = False
     model.train()
-    vocab = model.config.vocab_size
     generator = torch.Generator().manual_seed(0)
     inputs = {
-        "input_ids": torch.randint(5, vocab, (batch, seq), generator=generator),
+        "input_ids": torch.randint(5, model.config.vocab_size, (batch, seq), generator=generator),
         "attention_mask": torch.ones(batch, seq, dtype=torch.long),
         "labels": torch.randint(0, 2, (batch,), generator=generator),
     }
-    report = measure_step(model, inputs, warmup=1, repeats=3)  # a BERT-base step takes seconds here
-    del model
-    return report
+    return model, inputs
+
+
+def _time_checkpointing(overrides: dict, layers: int, batch: int, seq: int) -> Ratio:
+    """A training step's time with full checkpointing over without, as lesson 02 times it: one
+    thread, the process's CPU time, the two in turn after a warm-up, median and the range the middle
+    halves allow."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        steps = {}
+        for checkpointing in (False, True):
+            model, inputs = _build(overrides, layers, batch, seq, checkpointing)
+
+            def step(model=model, inputs=inputs):
+                model(**inputs).loss.backward()
+                model.zero_grad(set_to_none=True)
+
+            steps[checkpointing] = step
+        times = time_alternating(steps, warmup=1, repeats=5)
+        return times[True] / times[False]
+    finally:
+        torch.set_num_threads(threads)
 
 
 def activation_anchors() -> list[dict]:
@@ -77,6 +104,7 @@ def activation_anchors() -> list[dict]:
         half = layers // 2
         full, full_half = (_measure(overrides, n, batch, seq, False) for n in (layers, half))
         ckpt, ckpt_half = (_measure(overrides, n, batch, seq, True) for n in (layers, half))
+        time_ratio = _time_checkpointing(overrides, layers, batch, seq)
         per_layer = (full.saved_bytes - full_half.saved_bytes) / (layers - half)
         per_layer_ckpt = (ckpt.saved_bytes - ckpt_half.saved_bytes) / (layers - half)
         formula = 2 * korthikanti_layer_bytes(seq, batch, h, a)  # fp32: twice the 16-bit formula
@@ -101,9 +129,9 @@ def activation_anchors() -> list[dict]:
                 "flops": full.flops,
                 "flops_checkpointed": ckpt.flops,
                 "flops_ratio": ckpt.flops / full.flops,
-                "step_s": full.seconds,
-                "step_s_checkpointed": ckpt.seconds,
-                "time_ratio": ckpt.seconds / full.seconds,
+                "time_ratio": time_ratio.median,
+                "time_ratio_low": time_ratio.low,
+                "time_ratio_high": time_ratio.high,
             }
         )
     return rows
