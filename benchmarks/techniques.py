@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 
 from effitrain_lessons.shared.memory import measure_step
-from effitrain_lessons.shared.timing import Ratio, time_alternating
 from effitrain_lessons.shared.models import tiny_bert
+from effitrain_lessons.shared.timing import Ratio, time_alternating
 from effitrain_lessons.will_it_fit.plan import korthikanti_checkpointed_layer_bytes, korthikanti_layer_bytes
 
 # (name, config overrides, micro-batch, sequence length); fp32 on the CPU, dropout on (its masks
@@ -50,7 +50,9 @@ SHAPES = [
 
 def _measure(overrides: dict, layers: int, batch: int, seq: int, checkpointing: bool):
     model, inputs = _build(overrides, layers, batch, seq, checkpointing)  # non-reentrant, as in the lessons
-    report = measure_step(model, inputs, warmup=0, repeats=1)  # bytes and FLOPs; the time: _time_checkpointing
+    report = measure_step(
+        model, inputs, warmup=0, repeats=1
+    )  # bytes and FLOPs; the time: _time_checkpointing
     del model
     return report
 

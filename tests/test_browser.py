@@ -419,7 +419,9 @@ def test_lesson_runs_in_jupyterlab(lab, page, name):
         before = _output_images(cell)
         cell.locator("select").first.select_option("3")
         _wait_for_new_figure(cell, before, timeout_s=180)
-        measured = re.escape(_("K = {k}, {processes} processes: measured just now.")).replace(r"\{k\}", r"\d+")
+        measured = re.escape(_("K = {k}, {processes} processes: measured just now.")).replace(
+            r"\{k\}", r"\d+"
+        )
         status = cell.locator(".widget-label", has_text=re.compile(measured.replace(r"\{processes\}", "3")))
         status.wait_for(timeout=60_000)  # the status says the menu's 3 processes were measured
         cell.screenshot(path=str(shots / name.replace(".ipynb", "-after-widget.png")))

@@ -21,10 +21,10 @@ from effitrain_lessons.local_sgd.runs import (
     LinkTiming,
     LocalSGDConfig,
     crossover,
-    model_crossover_on,
     link_seconds_per_step,
     link_sweep,
     link_timings,
+    model_crossover_on,
     predicted_seconds_per_step,
 )
 from effitrain_lessons.local_sgd.saved import train

@@ -299,7 +299,10 @@ def model_crossover_on(link: distributed_runs.Link, **settings) -> int:
 
     short = {"evaluate": False, **settings}
     data_parallel, local_sgd = distributed_runs.launch(
-        [LocalSGDConfig(mode="ddp", steps=2, **short), LocalSGDConfig(mode="local_sgd", k=2, steps=2, **short)],
+        [
+            LocalSGDConfig(mode="ddp", steps=2, **short),
+            LocalSGDConfig(mode="local_sgd", k=2, steps=2, **short),
+        ],
         train,
         num_processes=2,
     )
