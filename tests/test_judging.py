@@ -17,7 +17,7 @@ from effitrain_lessons.course.lessons import lesson_names, load_lesson
 from effitrain_lessons.shared import judging
 from effitrain_lessons.shared.judging import Opaque, close, decode, encode, plain, split_case
 
-JUDGEMENT_NAMES = {"got", "want", "plain", "close", "phrase", "check_prediction", "math", "np"}
+JUDGEMENT_NAMES = {"got", "want", "plain", "close", "finite", "phrase", "check_prediction", "math", "np"}
 
 
 class Everything:

@@ -294,3 +294,16 @@ def test_the_reports_speak_turkish_with_turkish_numbers(monkeypatch):
         "diske (saklanan tensör kancaları): en yüksek 3,00 MiB, adım 2500,0 ms (2500,0-2500,0), "
         "gradyanlar: özdeş"
     )
+
+
+def test_a_nan_gradient_is_never_called_identical():
+    import math
+
+    import torch
+
+    from effitrain_lessons.own_model.measure import largest_difference
+
+    assert largest_difference([torch.zeros(3), torch.tensor([0.5, -2.0])]) == 2.0
+    assert math.isnan(largest_difference([torch.ones(2), torch.tensor([float("nan")])]))
+    assert math.isnan(largest_difference([torch.tensor([float("nan")]), torch.ones(2)]))
+    assert largest_difference([torch.tensor([float("inf")])]) == math.inf

@@ -5,6 +5,7 @@ Plain unit tests on source text: nothing runs, nothing is graded.
 """
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -425,3 +426,251 @@ def test_the_grading_attacks_keep_their_flags():
     assert "imports glob" in flags("import os, glob\nprint(glob.glob('/work/**'))")
     assert "calls setattr()" in flags("setattr(torch, 'equal', print)")
     assert "uses __import__" in flags("__import__('os')")
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools an answer does not need unless its question calls for them (issue 45)
+
+
+@pytest.mark.parametrize(
+    "source, flag",
+    [
+        (
+            "def patched(*args):\n"
+            "    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):\n"
+            "        return inner(*args)\n\nmodel.forward = patched\n",
+            "uses saved-tensor hooks (saved_tensors_hooks)",
+        ),
+        ("from torch.autograd.graph import save_on_cpu as off\nwith off():\n    y = f(x)", "(save_on_cpu)"),
+        (
+            "with torch.autograd.graph.disable_saved_tensors_hooks('no'):\n    pass",
+            "(disable_saved_tensors_hooks)",
+        ),
+        (
+            "y.grad_fn._raw_saved_self.register_hooks(pack, unpack)",
+            "uses saved-tensor hooks (register_hooks)",
+        ),
+        ("model.forward = patched", "replaces a method on a model (forward)"),
+        ("setattr(model, 'forward', patched)", "replaces a method on a model (forward)"),
+        (
+            "import types\nblock.forward = types.MethodType(run, block)",
+            "replaces a method on a model (forward)",
+        ),
+        ("import types\nbound = types.MethodType(run, block)", "builds a function at run time"),
+        (
+            "with torch.random.fork_rng():\n    model(x)",
+            "saves or restores the random generator's state (fork_rng)",
+        ),
+        ("state = torch.get_rng_state()\nmodel(x)\ntorch.set_rng_state(state)", "(get_rng_state)"),
+        ("torch.cuda.set_rng_state_all(states)", "(set_rng_state_all)"),
+        (
+            "from concurrent.futures import ThreadPoolExecutor\n\ndef checkpointed_block(x):\n"
+            "    with ThreadPoolExecutor(1) as pool:\n        return pool.submit(block, x).result()\n",
+            "runs threads or processes (concurrent)",
+        ),
+        ("import threading\nthreading.Thread(target=run).start()", "runs threads or processes (threading)"),
+        ("import asyncio\nasyncio.run(main())", "runs threads or processes (asyncio)"),
+        (
+            "import torch.multiprocessing as mp\nmp.spawn(run)",
+            "runs threads or processes (torch.multiprocessing)",
+        ),
+        ("future = torch.jit.fork(run, x)", "runs threads or processes (torch.jit.fork)"),
+        ("x.register_hook(lambda grad: grad * 1)", "registers a hook (register_hook)"),
+        ("model.register_forward_hook(seen)", "registers a hook (register_forward_hook)"),
+        ("model.register_forward_pre_hook(seen)", "registers a hook (register_forward_pre_hook)"),
+        ("model.register_full_backward_hook(seen)", "registers a hook (register_full_backward_hook)"),
+        (
+            "p.register_post_accumulate_grad_hook(seen)",
+            "registers a hook (register_post_accumulate_grad_hook)",
+        ),
+        ("model._forward_hooks[7] = seen", "registers a hook (_forward_hooks)"),
+        ("torch.nn.modules.module.register_module_forward_hook(seen)", "registers a global hook"),
+        ("%time with torch.random.fork_rng(): model(x)", "(fork_rng)"),
+    ],
+)
+def test_tools_that_hide_work_from_the_measurement_are_flagged(source, flag):
+    assert flagged(source, flag), flags(source)
+
+
+@pytest.mark.parametrize(
+    "source, flag",
+    [
+        (
+            "from effitrain_lessons.with_accelerator.train_loop import optimizer_steps_on_one_process\n\n"
+            "def steps_per_process(batches_per_epoch, accumulation, epochs, processes):\n"
+            "    return optimizer_steps_on_one_process(batches_per_epoch, accumulation, epochs, processes)\n",
+            "uses the course's own measurement (optimizer_steps_on_one_process)",
+        ),
+        (
+            "import effitrain_lessons.with_accelerator.train_loop as loop\n"
+            "steps = loop.optimizer_steps_on_one_process(10, 2, 1, 2)\n",
+            "uses the course's own measurement (optimizer_steps_on_one_process)",
+        ),
+        (
+            "from effitrain_lessons.first_principles.checkpointing import sweep_segments\n\n"
+            "def choose_segments(n_blocks):\n    return sweep_segments(n_blocks)\n",
+            "uses the course's own measurement (sweep_segments)",
+        ),
+        # the lesson's own cells import the sweep: calling it needs no import
+        (
+            "def choose_segments(n_blocks):\n"
+            "    sweep = sweep_segments(deep_stack(n_blocks), stack_input())\n"
+            "    return sweep.best\n",
+            "uses the course's own measurement (sweep_segments)",
+        ),
+        (
+            "from effitrain_lessons import with_accelerator as wa\n"
+            "wa.train_loop.optimizer_steps_on_one_process(1, 1, 1, 1)",
+            "(optimizer_steps_on_one_process)",
+        ),
+        (
+            "x = effitrain_lessons.will_it_fit.plan.estimate(config)",
+            "uses the course's own measurement (estimate)",
+        ),
+    ],
+)
+def test_an_answer_computed_by_the_course_is_flagged(source, flag):
+    assert flagged(source, flag), flags(source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import effitrain_lessons\n",  # a module alone computes nothing
+        "from effitrain_lessons.shared.i18n import say\nsay('ready')\n",  # prints, does not measure
+        # its own function of the same name
+        "def sweep_segments(n):\n    return list(range(1, n + 1))\n\nbest = sweep_segments(4)[-1]\n",
+        "torch.manual_seed(0)\nx = torch.randn(3)\n",
+        "class Block(nn.Module):\n    def forward(self, x):\n"
+        "        return checkpoint(self.inner, x, use_reentrant=False)\n",
+        "print(model.forward)\nwith torch.no_grad():\n    out = model.forward(x)\n",
+        "state = {'forward': 1}\nstate['forward'] = 2\n",
+    ],
+)
+def test_the_same_words_in_an_honest_answer_earn_no_flag(source):
+    assert flags(source) == []
+
+
+def test_a_question_that_calls_for_a_tool_allows_it_and_only_it():
+    source = "with torch.autograd.graph.save_on_cpu():\n    loss = model(x).sum()\nloss.backward()\n"
+    assert flags(source) == ["uses saved-tensor hooks (save_on_cpu)"]
+    assert review.allowances(source) == {"save_on_cpu"}
+    assert review.review_answer(source, allowed=review.allowances(source)) == []
+    nested = "with torch.autograd.graph.saved_tensors_hooks(keep, keep):\n    loss = model(x).sum()\n"
+    assert review.review_answer(nested, allowed=frozenset({"save_on_cpu"})) == [
+        "uses saved-tensor hooks (saved_tensors_hooks)"
+    ]
+    measured = (
+        "def predicted_saved_bytes(sequences, tokens):\n    return measure_step(model, batch).saved_bytes\n"
+    )
+    assert flags(measured) == []  # a solution measures with it (lesson 02): allowed unless told otherwise
+    assert review.review_answer(measured, allowed=frozenset()) == [
+        "uses the course's own measurement (measure_step)"
+    ]
+
+
+def master_answer_cells():
+    for name in lesson_names():
+        for cell in load_lesson(name).cells:
+            if cell.answer_for:
+                yield name, cell
+
+
+def test_what_the_solutions_use_is_allowed_only_where_they_use_it():
+    """`SOLUTIONS_USE` is what the solutions use (the default allowance); each question's own
+    allowance lets its solution pass unflagged, and no other question's."""
+    uses = {(name, cell.answer_for): review.allowances(cell.source) for name, cell in master_answer_cells()}
+    assert frozenset().union(*uses.values()) == review.SOLUTIONS_USE
+    assert {where: used for where, used in uses.items() if used} == {
+        ("02_checkpointing_with_trainer", "q_memory_budget"): {"measure_step", "tiny_bert"},
+        ("07_checkpoint_your_own_model", "q_choose_blocks"): {"measure_choice"},
+    }
+    for name, cell in master_answer_cells():
+        used = uses[name, cell.answer_for]
+        assert review.review_answer(cell.source, allowed=used) == [], (name, cell.id)
+        unallowed = review.review_answer(cell.source, allowed=frozenset())
+        assert {flag.rsplit("(", 1)[-1].rstrip(")") for flag in unallowed} == used, (name, cell.id)
+
+
+def test_the_lessons_names_for_the_course_are_the_packages_functions():
+    names = review.course_names()
+    assert names["sweep_segments"] == "effitrain_lessons.first_principles.checkpointing.sweep_segments"
+    assert names["measure_step"] == "effitrain_lessons.shared.memory.measure_step"
+    assert "plain" not in names and "train" not in names  # lesson variables of the same names as functions
+
+
+# ---------------------------------------------------------------------------------------------
+# The review's own work is bounded (issue 45)
+
+
+def test_a_long_cell_of_shell_assignments_is_read_in_linear_time(monkeypatch):
+    """4,000 `a = !b` lines (28 KB) took IPython's transformer minutes, and no flag: each round here
+    reads the cell once, and two rounds read it all."""
+    from IPython.core import inputtransformer2
+
+    def quadratic(*args):
+        raise AssertionError("IPython's one-line-at-a-time transform ran")
+
+    review.course_names()  # read the lessons first (once a session): only the cell is counted here
+    readings = []
+    tokens = inputtransformer2.make_tokens_by_line
+    monkeypatch.setattr(inputtransformer2.TransformerManager, "do_one_token_transform", quadratic)
+    monkeypatch.setattr(
+        inputtransformer2, "make_tokens_by_line", lambda lines: readings.append(1) or tokens(lines)
+    )
+    source = "a = !b\n" * 4_000
+    assert len(source) == 28_000
+    assert flags(source) == ["runs shell commands (!)"]
+    assert len(readings) == 2
+    assert review.python_source(source).count("get_ipython().getoutput('b')") == 4_000
+
+
+SPECIAL_CELLS = [
+    "a = !b\n%time x = 1\n%%capture out\nfoo\n",
+    "%%capture out\nimport os\n",
+    "x?\nfoo??\n!ls\n",
+    '!echo """\n!rm x\ny = 1\n',
+    '!echo """\n' * 6 + "import os\n",
+    "x = (1,\n!ls\n)\n",
+    "!echo a \\\n b\n!ls",
+    "    x = 1\n    !ls\n",
+    ">>> x = 1\n>>> !ls\n",
+    "%time?\n",
+    "def f():\n    !ls\n    x = %pwd\n    return x\n",
+    "s = '''\n!rm\n'''\n!ok\n",
+    "/print a b\n,print a b\n;print a b\n",
+    "x = 1 # !ls\n!!ls\n",
+    "files = !ls -la \\\n  /tmp\nprint(files)\n",
+    "if True:\n    %time y = 2\nelse:\n    !!ls\n",
+]
+
+
+@pytest.mark.parametrize("source", SPECIAL_CELLS + HONEST_ALIASES + HONEST_UNUSUAL)
+def test_the_linear_reading_is_ipythons(source):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    assert review.python_source(source) == TransformerManager().transform_cell(source)
+
+
+def test_a_review_out_of_time_says_so_and_keeps_what_it_found(monkeypatch):
+    """The clock runs out as the walk over the syntax tree begins: what it read is kept."""
+    walking = []
+    run = review._Review.run
+    monkeypatch.setattr(review._Review, "run", lambda self: walking.append(1) or run(self))
+    monkeypatch.setattr(review, "time", SimpleNamespace(monotonic=lambda: 1e9 if walking else 0.0))
+    found = flags("import os\n" + "x = 1\n" * 2_000 + "import ctypes\n")
+    assert found == ["imports os", review.TOO_LONG]
+
+
+def test_a_cell_that_cannot_be_read_in_time_is_flagged():
+    """Each `!ls (` hides the rest of the cell from one reading (as it does from IPython's): one
+    round a line, until the time runs out."""
+    assert review.review_answer("!ls (\n" * 2_000, seconds=0.5) == [review.TOO_LONG]
+    assert review.parse("!ls (\n" * 2_000, seconds=0.5) is None
+
+
+def test_a_cell_too_long_to_read_is_flagged_unread():
+    source = "x = 1\n" * (review.MAX_REVIEW_CHARS // 6 + 1)
+    assert review.review_answer(source) == [review.TOO_LONG]
+    assert review.parse(source) is None
+    assert review.review_answer(source[: review.MAX_REVIEW_CHARS - review.MAX_REVIEW_CHARS % 6]) == []

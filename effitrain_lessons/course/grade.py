@@ -27,6 +27,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import hashlib
+import importlib.metadata
 import json
 import math
 import os
@@ -70,6 +71,7 @@ from effitrain_lessons.course.submissions import (
     identify,
     read_notebook,
     readable,
+    repeated_ids,
 )
 from effitrain_lessons.shared import judging
 from effitrain_lessons.shared.checks import check_prediction
@@ -217,6 +219,9 @@ def _grade_one(submission, lessons, limits, lesson_override, confined) -> Submis
     name, problem = identify(notebook, lessons, lesson_override)
     if name is None:
         return SubmissionResult(submission.name, None, "rejected", f"{submission.name} {problem}.")
+    repeated = repeated_ids(notebook, lessons[name].answers)
+    if repeated:
+        return _rejected_repeats(submission.name, lessons[name], repeated, edition_language(notebook))
     answers = {
         cell_id: source
         for cell_id, source in code_cells(notebook).items()
@@ -224,6 +229,27 @@ def _grade_one(submission, lessons, limits, lesson_override, confined) -> Submis
     }
     return grade_answers(
         submission.name, lessons[name], answers, limits, confined, language=edition_language(notebook)
+    )
+
+
+def _rejected_repeats(file: str, lesson: Lesson, repeated: dict[str, int], language: str) -> SubmissionResult:
+    """The row of a notebook in which several cells carry an answer cell's id: not graded, since the
+    grader cannot tell which copy is the learner's answer (an instructor reading the notebook sees
+    the first; a reader of the JSON might take the last), and one sentence says how to fix it."""
+    cell_id, count = next(iter(repeated.items()))
+    return SubmissionResult(
+        file,
+        lesson.name,
+        "rejected",
+        Sentence(
+            "{count} cells have the id {cell_id}, the answer cell of {question}: keep only the one with "
+            "your answer and submit the notebook again",
+            count=count,
+            cell_id=cell_id,
+            question=lesson.answers[cell_id],
+        ),
+        questions={q: QuestionResult(q, 0.0, question.points) for q, question in lesson.questions.items()},
+        language=language,
     )
 
 
@@ -254,8 +280,10 @@ def grade_answers(
             result.questions[lesson.answers[cell_id]].answer_error = Sentence(
                 "the answer cell is longer than {limit} characters and was not run", limit=MAX_ANSWER_CHARS
             )
+    # what each question's own answer cell (the instructor's) uses, an answer may use unflagged
+    allowed = {cell.id: review.allowances(cell.source) for cell in lesson.cells if cell.answer_for}
     for cell_id, source in answers.items():
-        for what in review.review_answer(source):
+        for what in review.review_answer(source, allowed.get(cell_id, frozenset())):
             _add_flag(result, lesson.answers[cell_id], what)
     cells, missing = grading_plan(lesson, answers, follow_names)
     for question in missing:
@@ -471,6 +499,7 @@ def judge_case(case, message: dict, want, language: str) -> tuple[bool, str]:
         "want": want,
         "plain": judging.plain,
         "close": judging.close,
+        "finite": judging.finite,
         "phrase": phrase,
         "check_prediction": check_prediction,
         "math": math,
@@ -497,9 +526,9 @@ _EXPECTED_GUARD = threading.Lock()
 
 def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tuple[str, int], object]:
     """(question, case index) -> `want`, from the solution edition run on every case in a sandbox of
-    its own. Computed once per lesson and kept in the user's cache folder (keyed by the lesson's
-    cells and cases, and the versions of what computes them). Raises CourseError when the solution
-    fails a case."""
+    its own. Computed once per lesson and kept in the user's cache folder, keyed by everything that
+    computes them (`_expected_key`): the lesson's cells and cases, the package's files and version,
+    and the versions of Python and the libraries. Raises CourseError when the solution fails a case."""
     key = _expected_key(lesson)
     with _EXPECTED_GUARD:
         lock = _EXPECTED_LOCKS.setdefault(key, threading.Lock())
@@ -514,23 +543,55 @@ def expected_values(lesson: Lesson, limits: Limits, confined: bool) -> dict[tupl
     return _EXPECTED[key]
 
 
+# What computes a reference besides the lesson's cells and cases: the package's code and data (the
+# worker, the measuring modules, the models' configs, the data set) and the libraries it runs on. The
+# translations are left out: the references run in English.
+REFERENCE_LIBRARIES = ("torch", "transformers", "accelerate", "numpy")
+NOT_REFERENCE_CODE = ("__pycache__", "locale")
+
+
 @functools.cache
 def _computed_by() -> tuple[str, ...]:
-    """What the solution's data depends on besides the lesson: torch's version and the code that
-    records and encodes it (read once per grader process)."""
-    import torch
+    """What the solution's data depends on besides the lesson (read once per grader process): the
+    package's version, a digest of every file of the package, and the versions of Python and of the
+    libraries the references run on."""
+    import effitrain_lessons
 
-    from effitrain_lessons.course import worker
+    package = Path(effitrain_lessons.__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        relative = path.relative_to(package)
+        if not path.is_file() or set(relative.parts) & set(NOT_REFERENCE_CODE) or path.suffix == ".pyc":
+            continue
+        digest.update(relative.as_posix().encode() + b"\0" + _package_file(path) + b"\0")
+    return (
+        effitrain_lessons.__version__,
+        digest.hexdigest(),
+        sys.version,
+        *(f"{name} {_version(name)}" for name in REFERENCE_LIBRARIES),
+    )
 
-    sources = (Path(module.__file__).read_text(encoding="utf-8") for module in (judging, worker))
-    return (torch.__version__, *sources)
+
+def _package_file(path: Path) -> bytes:
+    """A file of the package, as the reference cache's key reads it."""
+    return path.read_bytes()
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
 
 
 def _expected_key(lesson: Lesson) -> str:
+    """The reference cache's key: the lesson's solution cells (what they run, and the questions they
+    answer, check or set up), its cases (their code, and whether they run at their check or at the
+    end), and `_computed_by()`."""
     parts = (
         lesson.name,
-        [cell.source for cell in lesson.cells],
-        [(c.question, c.index, c.code) for q in lesson.questions.values() for c in q.cases],
+        [(c.id, c.source, c.answer_for, c.check_for, sorted(c.setup_for)) for c in lesson.cells],
+        [(c.question, c.index, c.code, c.hidden) for q in lesson.questions.values() for c in q.cases],
         _computed_by(),
     )
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()

@@ -21,7 +21,18 @@ name, `sys.modules[...]`, a function's parameter the cell passes a module to):
   `types.FunctionType`), torch function and dispatch modes, functions relabelled through
   `__module__`, `__qualname__` or `functools.wraps`, the IPython shell's own objects;
 - `eval`, `exec`, `compile`, `__import__`, `setattr`, `open`, shell escapes and magics, classes that
-  redefine comparison or `__torch_function__`, redefined built-ins, paths such as `/proc`.
+  redefine comparison or `__torch_function__`, redefined built-ins, paths such as `/proc`;
+- tools no answer of this course needs unless its question calls for them, each a way to hide work
+  from the course's measuring hooks and modes or to replay it unseen: saved-tensor hooks
+  (`saved_tensors_hooks`, `save_on_cpu`), threads and processes, the random generator's state saved
+  or restored (`fork_rng`), tensor and module hooks, a model's `forward` replaced, and the course's
+  own functions (`optimizer_steps_on_one_process`, `sweep_segments`: what computes a reference).
+  `allowances(instructor_cell)` says which of them a question's own answer uses; passed as
+  `allowed`, they are not flagged for that question.
+
+The review's own work is bounded: IPython's `%`/`!` syntax is read in linear time, a cell over
+`MAX_REVIEW_CHARS` is not read, and the whole review stops after `REVIEW_SECONDS`; either way the
+flag "is too long to review in time" says so, after the flags found until then.
 
 An alias is judged by what it names: `import torch as tt` and `tt.randn(...)` are as ordinary as
 `torch.randn(...)`; `import os as o` is "imports os".
@@ -39,11 +50,15 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import re
+import time
+from pathlib import Path
 
 MAX_FLAGS = 50
 MAX_FLAG_CHARS = 120
 TOO_DEEP = "is nested too deeply to read"
+TOO_LONG = "is too long to review in time"
 COMPUTED_READ = "reads an attribute by a computed name"
 COMPUTED_WRITE = "sets an attribute by a computed name"
 BUILDS_CLASS = "builds a class at run time"
@@ -386,36 +401,174 @@ ALWAYS_BUILTINS = frozenset(
     {"getattr", "setattr", "delattr", "eval", "exec", "__import__", "type", "vars", "globals", "locals"}
 )
 
+# What no answer of this course needs unless its question calls for it (the flag names the tool, and
+# `allowed` takes that name): each is a way to hide work from, or replay it past, the course's
+# measuring hooks and modes (they count in the thread that entered them; an inner saved-tensor hook
+# takes precedence over the outer, counting one).
+SAVED_TENSOR_HOOKS = frozenset(
+    {
+        "saved_tensors_hooks",
+        "save_on_cpu",
+        "disable_saved_tensors_hooks",
+        "allow_mutation_on_saved_tensors",
+        "register_hooks",  # on a grad_fn's saved tensor
+        "_push_saved_tensors_default_hooks",
+        "_pop_saved_tensors_default_hooks",
+    }
+)
+RNG_STATE = frozenset(
+    {
+        "fork_rng",
+        "get_rng_state",
+        "set_rng_state",
+        "get_rng_state_all",
+        "set_rng_state_all",
+        "graphsafe_get_state",
+        "graphsafe_set_state",
+        "get_state",
+        "set_state",
+        "getstate",
+        "setstate",
+    }
+)
+HOOKS = frozenset(
+    {
+        "register_hook",
+        "register_prehook",
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "register_post_accumulate_grad_hook",
+        "register_multi_grad_hook",
+        "register_comm_hook",
+        "register_step_pre_hook",
+        "register_step_post_hook",
+        "_forward_hooks",
+        "_forward_pre_hooks",
+        "_backward_hooks",
+        "_backward_pre_hooks",
+        "_post_accumulate_grad_hooks",
+    }
+)
+FORWARD = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})  # replaced on a model
+THREADS = (
+    "threading",
+    "_thread",
+    "concurrent",
+    "multiprocessing",
+    "asyncio",
+    "torch.multiprocessing",
+    "torch.jit.fork",
+    "torch.jit._fork",
+)
+THREAD_NAMES = frozenset(
+    {"ThreadPoolExecutor", "ProcessPoolExecutor", "start_new_thread", "run_in_executor", "to_thread"}
+)
+COURSE = "effitrain_lessons"
+# The course's modules that only print, translate, draw or ask (no answer is computed by them).
+COURSE_PRESENTATION = ("shared.i18n", "shared.quiz", "shared.tables", "shared.device", "figures")
+COURSE_PACKAGE = Path(__file__).resolve().parents[1]
+# What the solutions use among the above (`allowances` of every lesson's answer cell; a test keeps it
+# so): what `review_answer` allows when the grader does not say what the question allows.
+SOLUTIONS_USE = frozenset({"measure_step", "tiny_bert", "measure_choice"})
+REVIEW_SECONDS = 10.0
+# Past this a cell is not read at all (one reading of it would outlast the budget); the grader runs no
+# answer over 200,000 characters anyway.
+MAX_REVIEW_CHARS = 250_000
 
-def python_source(source: str) -> str:
-    """The cell's code as Python, with IPython's `%magic` and `!shell` lines turned into calls."""
+
+def python_source(source: str, deadline: float | None = None) -> str:
+    """The cell's code as Python, with IPython's `%magic` and `!shell` lines turned into calls.
+
+    IPython's own transforms, driven in linear time: its `TransformerManager` reads the whole cell
+    again after each line it turns into a call (4,000 `a = !b` lines took minutes, and past 500 it
+    gives up). Here one round reads the cell once and turns every special line it finds; the next
+    round reads the result, for a line that an earlier one's raw text hid (a `!echo` that opens a
+    string). Past `deadline` (a `time.monotonic()` value) it raises `OutOfTime`.
+    """
     try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        return TransformerManager().transform_cell(source)
+        from IPython.core import inputtransformer2 as ipython
+    except ImportError:
+        return source
+    manager = ipython.TransformerManager()
+    lines = (source if source.endswith("\n") else source + "\n").splitlines(keepends=True)
+    try:
+        for transform in manager.cleanup_transforms + manager.line_transforms:
+            lines = transform(lines)
+        while True:
+            _in_time(deadline)
+            changed, lines = _transform_round(ipython, manager.token_transformers, lines)
+            if not changed:
+                return "".join(lines)
+    except OutOfTime:
+        raise
     except Exception:  # noqa: BLE001 - a cell IPython cannot read is read as it is
         return source
 
 
-def parse(source: str) -> ast.Module | None:
+def _transform_round(ipython, transformers, lines: list[str]) -> tuple[bool, list[str]]:
+    """Every special line of one reading of `lines`, each turned into a call as IPython turns it."""
+    replaced: list[tuple[int, int, list[str]]] = []  # (first line, last line, what replaces them)
+    for tokens in ipython.make_tokens_by_line(lines):
+        # IPython's choice among the transforms that match a line: the earliest, then by priority
+        found = sorted(
+            (match for kind in transformers if (match := kind.find([tokens]))),
+            key=ipython.TokenTransformBase.sortby,
+        )
+        for match in found:
+            start = match.start_line
+            end = max(ipython.find_end_of_continued_line(lines, start), getattr(match, "q_line", start))
+            if replaced and start <= replaced[-1][1]:
+                break  # overlaps the line before: the next round reads it
+            match.start_line = 0  # the transform reads only its own lines
+            if hasattr(match, "q_line"):
+                match.q_line -= start
+            try:
+                replaced.append((start, end, match.transform(lines[start : end + 1])))
+            except SyntaxError:  # as IPython, the next transform that matches the line
+                continue
+            break
+    if not replaced:
+        return False, lines
+    result, done = [], 0
+    for start, end, new in replaced:
+        result += lines[done:start] + new
+        done = end + 1
+    return True, result + lines[done:]
+
+
+class OutOfTime(Exception):
+    """The review's time ran out."""
+
+
+def _in_time(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise OutOfTime
+
+
+def parse(source: str, seconds: float = REVIEW_SECONDS) -> ast.Module | None:
+    """The cell's syntax tree, or None when it is not Python or takes longer than `seconds` to read."""
+    if len(source) > MAX_REVIEW_CHARS:
+        return None
     try:
-        return ast.parse(python_source(source))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ast.parse(python_source(source, time.monotonic() + seconds))
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OutOfTime):
         return None
 
 
-def review_answer(source: str) -> list[str]:
+def review_answer(
+    source: str, allowed: frozenset[str] | None = None, *, seconds: float = REVIEW_SECONDS
+) -> list[str]:
     """What the answer cell reaches for, beyond a plain answer (empty for an ordinary answer).
 
-    A cell that is not Python gets no flag (it fails to run, in the worker as here); one too deeply
-    nested to read gets one.
+    `allowed` names what the question calls for among the tools an answer does not otherwise need
+    (`allowances` reads them from the instructor's answer cell); by default, what any solution
+    uses. A cell that is not Python gets no flag (it fails to run, in the worker as here); one too
+    deeply nested to read gets one, and so does one the review could not finish in `seconds`
+    (with the flags found until then).
     """
-    try:
-        tree = ast.parse(python_source(source))
-    except (SyntaxError, ValueError):
-        return []
-    except (RecursionError, MemoryError):
-        return [TOO_DEEP]
     found: list[str] = []
 
     def note(what: str) -> None:
@@ -423,20 +576,50 @@ def review_answer(source: str) -> list[str]:
         if what not in found:
             found.append(what)
 
-    try:
-        _Review(tree, note).run()
-    except (RecursionError, MemoryError):
-        note(TOO_DEEP)
+    _review(source, note, SOLUTIONS_USE if allowed is None else allowed, time.monotonic() + seconds)
     if len(found) > MAX_FLAGS:
         found[MAX_FLAGS:] = [f"and {len(found) - MAX_FLAGS} more"]
     return found
 
 
+def allowances(source: str, *, seconds: float = REVIEW_SECONDS) -> frozenset[str]:
+    """What an instructor's answer cell (solution included) uses that an answer is flagged for
+    elsewhere: the course's functions it calls, the hooks it registers (`measure_step`,
+    `save_on_cpu`). Passed as `allowed`, it lets the question's own answers use them."""
+    used: set[str] = set()
+    _review(source, lambda what: None, frozenset(), time.monotonic() + seconds, used)
+    return frozenset(used)
+
+
+def _review(source: str, note, allowed: frozenset[str], deadline: float, used: set | None = None) -> None:
+    """Note what `source` reaches for; the review's own limits become flags too."""
+    if len(source) > MAX_REVIEW_CHARS:
+        note(TOO_LONG)
+        return
+    try:
+        tree = ast.parse(python_source(source, deadline))
+    except (SyntaxError, ValueError):
+        return
+    except (RecursionError, MemoryError):
+        note(TOO_DEEP)
+        return
+    except OutOfTime:
+        note(TOO_LONG)
+        return
+    review = _Review(tree, note, allowed, deadline, set() if used is None else used)
+    try:
+        review.run()
+    except (RecursionError, MemoryError):
+        note(TOO_DEEP)
+    except OutOfTime:
+        note(TOO_LONG)
+
+
 class _Names:
     """What each name of a cell stands for, and so what an expression names (`path`)."""
 
-    def __init__(self, nodes: list[ast.AST], bound: set[str]):
-        self.nodes, self.bound = nodes, bound
+    def __init__(self, nodes: list[ast.AST], bound: set[str], deadline: float | None = None):
+        self.nodes, self.bound, self.deadline = nodes, bound, deadline
         builtin = ALWAYS_BUILTINS | (RISKY_CALLS - bound - {"get_ipython"})
         self.names = {**{name: f"builtins.{name}" for name in builtin}, **KNOWN_NAMES}
         self.names["__builtins__"] = "builtins"
@@ -451,6 +634,7 @@ class _Names:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
         for _ in range(5):
+            _in_time(self.deadline)
             before = dict(self.names)
             for node in self.nodes:
                 self._learn_from(node, functions)
@@ -567,14 +751,24 @@ class _Names:
 class _Review(_Names):
     """One pass over a cell's syntax tree, after learning what each name of the cell stands for."""
 
-    def __init__(self, tree: ast.Module, note):
-        self.tree, self.note = tree, note
+    def __init__(
+        self,
+        tree: ast.Module,
+        note,
+        allowed: frozenset[str] = frozenset(),
+        deadline: float | None = None,
+        used: set[str] | None = None,
+    ):
+        self.tree, self.note, self.allowed = tree, note, allowed
+        self.used = set() if used is None else used  # the allowances this cell would need
         nodes = list(ast.walk(tree))
         self.called = {id(node.func) for node in nodes if isinstance(node, ast.Call)}
-        super().__init__(nodes, _bound_names(nodes))
+        super().__init__(nodes, _bound_names(nodes), deadline)
 
     def run(self) -> None:
-        for node in self.nodes:
+        for index, node in enumerate(self.nodes):
+            if index % 512 == 511:
+                _in_time(self.deadline)  # what was noted so far stays noted
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self._import(alias.name)
@@ -615,6 +809,7 @@ class _Review(_Names):
                 self.note(f"imports * from {module}")
             else:
                 self._attribute_name(alias.name)
+                self._tool_name(alias.name)
                 if module and not node.level:
                     full = f"{module}.{alias.name}"
                     if module.startswith(GRADER_MODULES):
@@ -627,6 +822,11 @@ class _Review(_Names):
         parts = path.split(".")
         for part in parts[1:]:
             self._reached_through(part)
+        for module in THREADS:
+            if path == module or path.startswith(module + "."):
+                self._tool(module, "runs threads or processes")
+        if parts[0] == COURSE:
+            self._course(parts)
         if parts[0] != "torch":
             return
         if parts[1:2] == ["overrides"]:
@@ -637,6 +837,41 @@ class _Review(_Names):
             if part.startswith("_") and not part.startswith("__"):
                 self.note(f"reaches torch internals ({'.'.join(parts[: index + 1])})")
                 break
+
+    def _tool(self, name: str, what: str) -> None:
+        """A tool an answer does not need unless its question calls for it (`allowed` names those)."""
+        if name not in self.allowed:
+            self.used.add(name)
+            self.note(f"{what} ({name})")
+
+    def _tool_name(self, name: str, writes: bool = False) -> None:
+        """The tools named by an attribute or an imported name (`.register_hook`, `save_on_cpu`)."""
+        for names, what in (
+            (SAVED_TENSOR_HOOKS, "uses saved-tensor hooks"),
+            (RNG_STATE, "saves or restores the random generator's state"),
+            (HOOKS, "registers a hook"),
+            (THREAD_NAMES, "runs threads or processes"),
+        ):
+            if name in names:
+                self._tool(name, what)
+        if writes and name in FORWARD:
+            self._tool(name, "replaces a method on a model")
+
+    def _course(self, parts: list[str]) -> None:
+        """What an answer takes from the course's own package: a function that computes a reference
+        (`effitrain_lessons.with_accelerator.train_loop.optimizer_steps_on_one_process`), flagged by
+        its name; a module alone, or one that only prints, draws or asks, is not."""
+        if ".".join(parts).startswith(GRADER_MODULES):
+            return
+        module = len(parts)
+        while module > 1 and not _course_module(tuple(parts[1:module])):
+            module -= 1
+        inside = ".".join(parts[1:module])
+        if module == len(parts) or any(
+            inside == shown or inside.endswith("." + shown) for shown in COURSE_PRESENTATION
+        ):
+            return
+        self._tool(parts[module], "uses the course's own measurement")
 
     def _reached_through(self, name: str) -> None:
         module = name if name in REACHED_THROUGH else name.lstrip("_")
@@ -663,6 +898,7 @@ class _Review(_Names):
     def _attribute(self, node: ast.Attribute) -> None:
         writes = isinstance(node.ctx, (ast.Store, ast.Del))
         self._attribute_name(node.attr, writes)
+        self._tool_name(node.attr, writes)
         self._reached_through(node.attr)
         if node.attr in CONTEXT_BY_HAND:
             self.note(f"calls {node.attr} by hand")
@@ -701,6 +937,7 @@ class _Review(_Names):
                 self.note(COMPUTED_WRITE if isinstance(node.ctx, ast.Store) else COMPUTED_READ)
             else:
                 self._attribute_name(key, isinstance(node.ctx, ast.Store))
+                self._tool_name(key, isinstance(node.ctx, ast.Store))
         if isinstance(node.ctx, (ast.Store, ast.Del)) and owner is not None:
             # A module itself has no items: `signal[0] = x` is a learner's array named `signal`.
             if not isinstance(node.value, ast.Name) or owner.endswith(".__dict__") or owner == "sys.modules":
@@ -712,6 +949,11 @@ class _Review(_Names):
         if node.id in TORCH_OVERRIDES:
             self.note(f"uses torch's override machinery ({node.id})")
         meaning = self.names.get(node.id)
+        if isinstance(node.ctx, ast.Load) and node.id not in self.bound:
+            # a name a lesson's cell imported (`sweep_segments`, `save_on_cpu`): what it stands for
+            self._tool_name(node.id)
+            if node.id in course_names():
+                self._course(course_names()[node.id].split("."))
         if isinstance(node.ctx, ast.Load) and id(node) not in self.called:
             if meaning in NAME_TAKERS and meaning.startswith("builtins."):
                 self.note(COMPUTED_READ)  # `reduce(getattr, names, frame)`: names given elsewhere
@@ -735,8 +977,8 @@ class _Review(_Names):
             if magic in CODE_MAGICS:
                 for argument in node.args[1:]:
                     code = _magic_code(_literal(argument) or "")
-                    for what in review_answer(code) if code else []:
-                        self.note(what)
+                    if code:
+                        _review(code, self.note, self.allowed, self.deadline, self.used)
         if function in NAME_TAKERS:
             self._name_taker(node, function)
         spread = node.keywords or any(isinstance(a, ast.Starred) for a in node.args)
@@ -774,6 +1016,7 @@ class _Review(_Names):
                 continue
             for part in name.split(".") if function == "operator.attrgetter" else [name]:
                 self._attribute_name(part, writes=setter)
+                self._tool_name(part, writes=setter)
                 self._reached_through(part)
         if setter and len(node.args) >= 2 and _literal(node.args[1]) is not None:
             owner = self.path(node.args[0])
@@ -822,6 +1065,47 @@ class _Review(_Names):
         if "_" in text or any(word in text for word in ("mro", "TorchFunctionMode", "TorchDispatchMode")):
             for word in set(WORD.findall(text)):
                 self._attribute_name(word)
+
+
+@functools.cache
+def _course_module(parts: tuple[str, ...]) -> bool:
+    """Whether `effitrain_lessons.<parts>` is a module or a package of the course (read on disk: the
+    review imports nothing an answer names)."""
+    place = COURSE_PACKAGE.joinpath(*parts)
+    return (place / "__init__.py").is_file() or place.with_suffix(".py").is_file()
+
+
+@functools.cache
+def course_names() -> dict[str, str]:
+    """The course's functions that the lessons' own cells import, so that an answer may call them
+    without an import: name -> dotted path. Names a lesson also binds otherwise are left out."""
+    from effitrain_lessons.course.lessons import CourseError, lesson_names, load_lesson
+
+    try:
+        cells = [cell for name in lesson_names() for cell in load_lesson(name).cells if not cell.answer_for]
+    except (CourseError, OSError, ValueError):
+        return {}
+    imported, bound = {}, set()
+    for cell in cells:
+        tree = parse(cell.source)
+        if tree is None:
+            continue
+        imports = {
+            (a.asname or a.name).split(".")[0]
+            for node in tree.body
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for a in node.names
+        }
+        bound |= _top_level_bindings(tree) - imports
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and not node.level
+                and (node.module or "").split(".")[0] == COURSE
+            ):
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return {name: path for name, path in imported.items() if name not in bound}
 
 
 def _magic_code(line: str) -> str | None:

@@ -164,6 +164,18 @@ def code_cells(notebook: dict) -> dict[str, str]:
     return found
 
 
+def repeated_ids(notebook: dict, wanted) -> dict[str, int]:
+    """Each id of `wanted` (answer cells' ids) that more than one cell of the notebook carries, of any
+    type, with how many do, in the notebook's order. Such a notebook is not valid (nbformat requires
+    ids to be unique), and which copy is the answer is anyone's guess: the one shown first, or the
+    one that would be read last."""
+    counts: dict[str, int] = {}
+    for cell in notebook.get("cells", []):
+        if isinstance(cell, dict) and isinstance(cell.get("id"), str) and cell["id"] in wanted:
+            counts[cell["id"]] = counts.get(cell["id"], 0) + 1
+    return {cell_id: count for cell_id, count in counts.items() if count > 1}
+
+
 def cell_ids(notebook: dict) -> set[str]:
     return {
         cell["id"]

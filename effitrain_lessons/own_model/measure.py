@@ -58,6 +58,18 @@ CHOICE_LABELS = (
 )
 
 
+def largest_difference(differences) -> float:
+    """The largest absolute value in some tensors of differences, NaN if any is NaN (Python's `max`
+    would keep an earlier number over a later NaN, and call NaN gradients identical)."""
+    largest = 0.0
+    for difference in differences:
+        value = difference.abs().max().item() if difference.numel() else 0.0
+        if math.isnan(value):
+            return math.nan
+        largest = max(largest, value)
+    return largest
+
+
 def in_mib(n: float, digits: int = 2) -> str:
     """Bytes in MiB, whatever their size ('0.125 MiB', '21.80 MiB'): lesson 7 writes every size in
     one unit."""
@@ -169,7 +181,7 @@ class ChoiceTable(ShowsAsTable):
         mine, base = self.point(label).gradients, self.baseline.gradients
         if set(mine) != set(base):
             return math.inf
-        return max((mine[name] - base[name]).abs().max().item() for name in base)
+        return largest_difference(mine[name] - base[name] for name in base)
 
     def table(self) -> Table:
         base = self.baseline
@@ -412,7 +424,7 @@ def measure_offloads(
         first = first or gradients
         pairs = list(zip(gradients, first))
         alike = len(gradients) == len(first) and all(a.shape == b.shape for a, b in pairs)
-        differences[label] = max((a - b).abs().max().item() for a, b in pairs) if alike else math.inf
+        differences[label] = largest_difference(a - b for a, b in pairs) if alike else math.inf
         close[label] = alike and all(torch.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in pairs)
     times = time_alternating(
         {label: (lambda offload=offload: step(offload)) for label, offload in offloads.items()},

@@ -22,9 +22,11 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from effitrain_lessons.shared.i18n import DEFAULT, LANGUAGES, N_, _, phrase
 from effitrain_lessons.shared.i18n import language as language_in_use
-from effitrain_lessons.shared.judging import Opaque
+from effitrain_lessons.shared.judging import Opaque, finite
 
 HONEST = N_("All public tests passed. Hidden tests run when your work is graded, and may still fail.")
 ALL_PASSED = N_("All tests passed, hidden ones included.")
@@ -211,9 +213,10 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
     or too low: a learner would find the answer by halving the distance) and `why`, what to re-read.
 
     The measurement itself is never said: it is a graded question's answer. Numbers may differ by
-    `rel` of the measurement (0: exactly). Types are compared strictly (an object can claim any
-    class and equal anything). A learner who has not answered yet (`...`) is told to replace it. A
-    dict says which of its keys are wrong.
+    `rel` of the measurement (0: exactly); a NaN or an infinity is never what was measured. Types are
+    compared strictly (an object can claim any class and equal anything). A learner who has not
+    answered yet (`...`) is told to replace it. A dict says which of its keys are wrong; a list is
+    compared item by item, and must have as many items as was measured.
     """
     if predicted is Ellipsis or (type(predicted) is Opaque and predicted.kind == "ellipsis"):
         raise AssertionError(phrase("{name} is still `...`: replace it with your prediction.", name=name))
@@ -225,25 +228,9 @@ def check_prediction(name: str, predicted, measured, why: str = "", rel: float =
                 phrase("{name} should be a whole number; it is a {kind}.", name=name, kind=_kind(predicted)),
                 why,
             )
-        if abs(predicted - measured) <= rel * abs(measured):
-            return
-        _fail(
-            phrase(
-                "You predicted {name} = {predicted}: that is not what was measured.",
-                name=name,
-                predicted=_show(predicted),
-            ),
-            why,
-        )
-    if type(predicted) is type(measured) and predicted == measured:
+    if _same(predicted, measured, rel):
         return
-    if (
-        type(predicted) is dict is type(measured)
-        and set(predicted) == set(measured)
-        and all(_same(predicted[key], measured[key], rel) for key in measured)
-    ):
-        return  # a dict of numbers, each within `rel`
-    if type(predicted) is not type(measured):
+    if type(predicted) is not type(measured) and not (_number(predicted) and _number(measured)):
         _fail(
             phrase(
                 "{name} should be a {kind}; it is a {given}.",
@@ -273,9 +260,35 @@ def _number(value) -> bool:
 
 
 def _same(predicted, measured, rel: float) -> bool:
+    """Whether `predicted` is what was `measured`: numbers within `rel` of the measurement (whole and
+    real numbers alike inside a dict or a list), both finite; dicts key by key and lists item by item,
+    of the same keys and length; anything else of the same type and equal."""
     if _number(predicted) and _number(measured):
-        return abs(predicted - measured) <= rel * abs(measured)
-    return type(predicted) is type(measured) and predicted == measured
+        if not (finite(predicted) and finite(measured)):
+            return False
+        try:
+            return abs(predicted - measured) <= rel * abs(measured)
+        except OverflowError:  # a whole number too large for a float
+            return False
+    if type(predicted) is not type(measured):
+        return False
+    if type(measured) is dict:
+        return set(predicted) == set(measured) and all(
+            _same(predicted[key], measured[key], rel) for key in measured
+        )
+    if type(measured) is list:
+        return len(predicted) == len(measured) and all(_same(p, m, rel) for p, m in zip(predicted, measured))
+    if type(measured) is np.ndarray:
+        if not {predicted.dtype.kind, measured.dtype.kind} <= {"i", "u", "f"}:
+            return bool(predicted.shape == measured.shape and np.array_equal(predicted, measured))
+        ours, theirs = predicted.astype(np.float64), measured.astype(np.float64)
+        return (
+            ours.shape == theirs.shape
+            and finite(ours)
+            and finite(theirs)
+            and bool(np.all(np.abs(ours - theirs) <= rel * np.abs(theirs)))
+        )
+    return predicted == measured
 
 
 def _kind(value) -> str:

@@ -18,8 +18,11 @@ once with the instructor's solution edition, in a sandbox of their own, and give
 in the grader, on what `decode` read. The learner's process never sees part 2 or 3, nor `want`.
 
 So part 2 must not use a name the learner's answer defines (in a notebook it would compare the
-answer with itself), and part 3 uses only `got`, `want`, `plain`, `close`, `phrase`,
-`check_prediction` and the built-ins.
+answer with itself), and part 3 uses only `got`, `want`, `plain`, `close`, `finite`, `phrase`,
+`check_prediction`, `math`, `np` and the built-ins. A NaN or an infinity is never a right number:
+`close` and `check_prediction` say so, and a judgement that compares numbers itself (`<=`, `max`,
+`min`) first asks `finite`: Python's `max` and `min` keep an earlier value over a later NaN, and
+`x >= 0` holds for an infinity.
 
 Plain data is None, booleans, whole and real numbers, strings, lists, dicts with string keys and
 NumPy arrays of numbers (tensors become arrays). Anything else becomes an `Opaque` that says only its
@@ -198,7 +201,11 @@ def _take(budget: list, n: int) -> None:
 def close(actual, expected, rtol: float | None = None, atol: float | None = None) -> bool:
     """Whether `actual` has `expected`'s kind and shape and values within tolerance (by default
     torch.testing.assert_close's for float32: rtol 1.3e-6, atol 1e-5). Dicts and lists compare
-    item by item; a tensor in a notebook and an array in the grader compare alike."""
+    item by item; a tensor in a notebook and an array in the grader compare alike.
+
+    A NaN or an infinity in `actual` is never close to anything, not even to the same infinity
+    expected: no measurement or prediction a lesson asks for is infinite, and an answer that
+    overflows or divides by zero is wrong however the tolerance is written."""
     actual, expected = plain(actual), plain(expected)
     rtol = 1.3e-6 if rtol is None else rtol
     atol = 1e-5 if atol is None else atol
@@ -219,13 +226,46 @@ def close(actual, expected, rtol: float | None = None, atol: float | None = None
             return False
         if actual.dtype.kind != expected.dtype.kind and {actual.dtype.kind, expected.dtype.kind} != {"f"}:
             return False
+        if actual.dtype.kind == "b":
+            return bool(np.array_equal(actual, expected))
+        if not finite(actual):
+            return False
         try:
             return bool(np.allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=False))
         except TypeError:
             return False
     if type(expected) in (int, float) and type(actual) in (int, float):
-        return math.isclose(actual, expected, rel_tol=rtol, abs_tol=atol)
+        if not finite(actual):
+            return False
+        if type(actual) is int and type(expected) is int:
+            return actual == expected or _isclose(actual, expected, rtol, atol)
+        return _isclose(actual, expected, rtol, atol)
     return type(actual) is type(expected) and actual == expected
+
+
+def finite(value) -> bool:
+    """Whether every number in `value` (plain data: a number, an array, or lists and dicts of them)
+    is finite: no NaN, no infinity. Whole numbers, booleans, text and None are finite; so is an
+    empty list. What a judgement uses before a reduction (`max`, `min`, `<`) that a NaN would pass."""
+    kind = type(value)
+    if kind is float:
+        return math.isfinite(value)
+    if kind is np.ndarray:
+        return value.dtype.kind != "f" or bool(np.isfinite(value).all())
+    if kind in (list, tuple):
+        return all(finite(item) for item in value)
+    if kind is dict:
+        return all(finite(item) for item in value.values())
+    if isinstance(value, np.generic) or _as_array(value) is not None:
+        return finite(plain(value))
+    return True
+
+
+def _isclose(actual, expected, rtol: float, atol: float) -> bool:
+    try:
+        return math.isclose(actual, expected, rel_tol=rtol, abs_tol=atol)
+    except OverflowError:  # a whole number too large for a float: only equal is close
+        return actual == expected
 
 
 # ---------------------------------------------------------------------------------------------
