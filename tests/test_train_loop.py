@@ -450,3 +450,14 @@ def test_checkpointing_every_n_layers_is_a_table_of_shares_of_the_plain_step():
         [1, "1.00 MiB", "10%", "1.33"],
         [4, "8.00 MiB", "80%", "1.10"],
     ]
+
+
+def test_a_nan_gradient_is_never_identical():
+    import torch
+
+    from effitrain_lessons.with_accelerator.reports import compare_gradients
+
+    reference = {"w": torch.ones(2), "b": torch.ones(3)}
+    broken = {"w": torch.ones(2), "b": torch.tensor([1.0, float("nan"), 1.0])}  # NaN in the last tensor
+    assert "identical" not in compare_gradients(reference, broken)
+    assert "identical" in compare_gradients(reference, reference)

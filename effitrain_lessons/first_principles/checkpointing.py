@@ -8,6 +8,7 @@ what it recomputes, counted; lesson 6 traces its layer with it too):
 
 - the toy A + B = C (`abc`, `ABC_OPS`), and `compare_traces` to set traced cases side by side;
 - `keep_ops_policy` and `log_policy`, a selective-checkpointing policy and a record of what it kept;
+- `resident_kept_bytes`, a block's activation memory as the kernel counts it (exercise 1's check);
 - `deep_stack` and `sweep_segments` measure memory, FLOPs and time against the number of checkpointed
   segments k, to hold them against Chen et al. (2016): memory O(n/k + k), one extra forward pass of
   FLOPs; the times as every lesson takes them (`shared.timing`: warm-up, median, middle half).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -433,3 +435,56 @@ def sweep_segments(
 
 def _width_out(stack: torch.nn.Sequential) -> int:
     return [m for m in stack.modules() if isinstance(m, torch.nn.Linear)][-1].out_features
+
+
+# ---------------------------------------------------------------------------------------------
+# Activation memory as the operating system counts it: exercise 1's check
+
+
+def _c_library():
+    """glibc's `malloc_trim`, or None where there is none (macOS, musl): looked up once, on import."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_MALLOC_TRIM = _c_library()
+_STATM = "/proc/self/statm"
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _resident_bytes() -> int:
+    """The process's resident bytes, once glibc has given every free page back to the kernel."""
+    _MALLOC_TRIM(0)
+    with open(_STATM, encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * _PAGE
+
+
+def resident_kept_bytes(forward: Callable, x: torch.Tensor, repeats: int = 2) -> int:
+    """Bytes the process holds between `forward(x)` and its backward pass, beyond the output: the
+    activation memory, read from the operating system's count of the process's resident pages.
+
+    Whatever `forward` does (threads, its own saved-tensor hooks, tensor hooks), what autograd keeps
+    stays in memory, and the kernel counts it. Before each reading, glibc gives the pages of freed
+    memory back to the kernel (`malloc_trim`), so an activation the forward freed is not counted.
+    Choose `x` so that activations are megabytes: the count is in pages. Runs one warm-up step, then
+    `repeats` steps, and gives the largest. Where the kernel's count is not readable (not Linux with
+    glibc), falls back to `trace_step`'s count. Used by lesson 1's exercise 1.
+    """
+    if _MALLOC_TRIM is None or not os.path.exists(_STATM):
+        return tracing.trace_step(forward, {"x": x}).kept_bytes
+    forward(x).sum().backward()  # warm-up: lazy set-up (thread pools, buffers) is not an activation
+    kept = []
+    for _repeat in range(repeats):
+        before = _resident_bytes()
+        out = forward(x)
+        held = _resident_bytes() - before
+        if isinstance(out, torch.Tensor):
+            held -= out.numel() * out.element_size()
+            out.sum().backward()
+        kept.append(held)
+        del out
+    return max(0, max(kept))

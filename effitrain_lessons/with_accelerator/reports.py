@@ -61,7 +61,8 @@ def compare_gradients(reference: Gradients, other: Gradients) -> str:
         raise ValueError(
             _("compare_gradients needs the same parameters' gradients on both sides: run both steps first.")
         )
-    largest = max((reference[name] - other[name]).abs().max().item() for name in reference)
+    # torch's max, not Python's: a NaN anywhere makes the largest difference NaN, never "identical"
+    largest = torch.stack([(reference[name] - other[name]).abs().max() for name in reference]).max().item()
     if largest == 0:
         return phrase(
             "{n} gradient tensors, largest difference {largest:.1e}: identical",

@@ -25,7 +25,7 @@ test = {   'name': 'q_trade_places',
                                        'hidden': False,
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
-                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.judging import finite, plain\n'
                                                '>>> from effitrain_lessons.shared.memory import record_saved_tensors\n'
                                                '>>> shapes = [(2, 128), (64, 4), (4, 100)]\n'
                                                '>>> ran = []\n'
@@ -43,7 +43,8 @@ test = {   'name': 'q_trade_places',
                                                "...     want['bytes'].append(log.total_bytes)\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert not got['ran_model']\n"
-                                               ">>> assert type(got['bytes']) is list and all((type(n) in (int, float) for n in got['bytes']))\n"
+                                               ">>> assert type(got['bytes']) is list and len(got['bytes']) == len(want['bytes'])\n"
+                                               ">>> assert all((type(n) in (int, float) for n in got['bytes'])) and finite(got['bytes'])\n"
                                                ">>> assert all((abs(g - w) <= 0.05 * w for g, w in zip(got['bytes'], want['bytes'])))\n",
                                        'hidden': True,
                                        'locked': False}],

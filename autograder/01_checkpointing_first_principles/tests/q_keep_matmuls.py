@@ -2,21 +2,7 @@ OK_FORMAT = True
 
 test = {   'name': 'q_keep_matmuls',
     'points': 3,
-    'suites': [   {   'cases': [   {   'code': '>>> from effitrain_lessons.shared.i18n import phrase\n'
-                                               '>>> from effitrain_lessons.shared.judging import plain\n'
-                                               ">>> got = {'kind': type(predicted_recomputations).__name__, 'recomputations': predicted_recomputations, 'kept_bytes': predicted_kept_bytes(32, 64, "
-                                               '128) if callable(predicted_kept_bytes) else None}\n'
-                                               '>>> want = {}\n'
-                                               '>>> got, want = (plain(got), plain(want))\n'
-                                               ">>> counts = got['recomputations']\n"
-                                               '>>> assert got[\'kind\'] == \'dict\', phrase(\'predicted_recomputations should be a dict: a whole number for "mm", one for "relu"\')\n'
-                                               '>>> assert type(counts) is dict and set(counts) == {\'mm\', \'relu\'}, phrase(\'predict for exactly two ops: "mm" and "relu"\')\n'
-                                               ">>> assert all((type(n) is int and n >= 0 for n in counts.values())), phrase('counts are whole numbers')\n"
-                                               ">>> assert type(got['kept_bytes']) in (int, float) and got['kept_bytes'] >= 0, phrase('predicted_kept_bytes(batch, width, hidden) should give a number "
-                                               "of bytes')\n",
-                                       'hidden': False,
-                                       'locked': False},
-                                   {   'code': '>>> from functools import partial\n'
+    'suites': [   {   'cases': [   {   'code': '>>> from functools import partial\n'
                                                '>>> import torch\n'
                                                '>>> from torch.utils.checkpoint import checkpoint, create_selective_checkpoint_contexts\n'
                                                '>>> from effitrain_lessons.first_principles.checkpointing import keep_ops_policy, two_matmuls\n'

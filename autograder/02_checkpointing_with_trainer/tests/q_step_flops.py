@@ -37,7 +37,7 @@ test = {   'name': 'q_step_flops',
                                        'locked': False},
                                    {   'code': '>>> import torch\n'
                                                '>>> from effitrain_lessons.shared.data import tokenized_mrpc\n'
-                                               '>>> from effitrain_lessons.shared.judging import plain\n'
+                                               '>>> from effitrain_lessons.shared.judging import finite, plain\n'
                                                '>>> from effitrain_lessons.shared.memory import count_step\n'
                                                '>>> from effitrain_lessons.with_trainer.trainer import fresh_model\n'
                                                '>>> splits = [(8, 3), (32, 2)]\n'
@@ -62,7 +62,8 @@ test = {   'name': 'q_step_flops',
                                                "...     want['mflop'].append(counted.flops / 1000000.0)\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
                                                ">>> assert not got['ran_model']\n"
-                                               ">>> assert all((type(n) in (int, float) for n in got['mflop']))\n"
+                                               ">>> assert type(got['mflop']) is list and len(got['mflop']) == len(want['mflop'])\n"
+                                               ">>> assert all((type(n) in (int, float) for n in got['mflop'])) and finite(got['mflop'])\n"
                                                ">>> assert all((abs(g - w) <= 0.01 * w for g, w in zip(got['mflop'], want['mflop'])))\n",
                                        'hidden': True,
                                        'locked': False}],

@@ -34,6 +34,7 @@ test = {   'name': 'q_communication',
                                                "...     want['counted'].append([{'synchronizations': report.synchronizations, 'calls': report.allreduce_calls, 'bytes': report.allreduce_bytes} for "
                                                'report in launch([config], lesson_train, num_processes=processes)[0]])\n'
                                                '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> assert type(got['answers']) is list and len(got['answers']) == len(want['counted'])\n"
                                                ">>> for answer, counted, setting in zip(got['answers'], want['counted'], want['settings']):\n"
                                                '...     assert all((answer == report for report in counted)), setting\n',
                                        'hidden': True,
