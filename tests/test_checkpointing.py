@@ -475,7 +475,7 @@ def test_lesson_01_public_check_compares_predictions_with_the_measurement():
             },
         )
     )
-    assert "1 of 2 public tests failed" in wrong
+    assert "1 of 1 public tests failed" in wrong  # the one public case; the type-only case is gone
     assert (
         "You predicted predicted_recomputations = {'mm': 1, 'relu': 1}: that is not what was measured. "
         "Not what was measured: 'mm'. Re-read section 2" in wrong

@@ -10,7 +10,8 @@ test = {   'name': 'q_keep_matmuls',
                                                '>>> from effitrain_lessons.shared.i18n import phrase\n'
                                                '>>> from effitrain_lessons.shared.judging import plain\n'
                                                '>>> from effitrain_lessons.shared.tracing import trace_step\n'
-                                               ">>> got = {'recomputations': predicted_recomputations, 'kept_bytes': predicted_kept_bytes(32, 64, 128)}\n"
+                                               ">>> got = {'kind': type(predicted_recomputations).__name__, 'recomputations': predicted_recomputations, 'kept_bytes': predicted_kept_bytes(32, 64, "
+                                               '128) if callable(predicted_kept_bytes) else None}\n'
                                                '>>> want = {}\n'
                                                '>>> keep_products = keep_ops_policy([torch.ops.aten.mm.default])\n'
                                                '>>> traced = trace_step(lambda x, w1, w2: checkpoint(two_matmuls, x, w1, w2, use_reentrant=False, '
@@ -18,6 +19,12 @@ test = {   'name': 'q_keep_matmuls',
                                                ">>> want['recomputations'] = {op: traced.recomputations(op) for op in ('mm', 'relu')}\n"
                                                ">>> want['kept_bytes'] = float(traced.kept_bytes)\n"
                                                '>>> got, want = (plain(got), plain(want))\n'
+                                               ">>> counts = got['recomputations']\n"
+                                               '>>> assert got[\'kind\'] == \'dict\', phrase(\'predicted_recomputations should be a dict: a whole number for "mm", one for "relu"\')\n'
+                                               '>>> assert type(counts) is dict and set(counts) == {\'mm\', \'relu\'}, phrase(\'predict for exactly two ops: "mm" and "relu"\')\n'
+                                               ">>> assert all((type(n) is int and n >= 0 for n in counts.values())), phrase('counts are whole numbers')\n"
+                                               ">>> assert type(got['kept_bytes']) in (int, float) and got['kept_bytes'] >= 0, phrase('predicted_kept_bytes(batch, width, hidden) should give a number "
+                                               "of bytes')\n"
                                                ">>> check_prediction('predicted_recomputations', got['recomputations'], want['recomputations'], why=phrase('Re-read section 2, If B is expensive to "
                                                "recompute, keep B: what the policy keeps, and what ran again.'))\n"
                                                '>>> check_prediction(\'predicted_kept_bytes(32, 64, 128)\', got[\'kept_bytes\'], want[\'kept_bytes\'], rel=0.01, why=phrase("Re-read section 2\'s box '
