@@ -40,7 +40,7 @@ RIGHT = {
     "q_steps_per_process": ("03_checkpointing_with_accelerator", ["steps_per_process(40, 4, 2, 3)"]),
     "q_half_memory": (
         "03_checkpointing_with_accelerator",
-        ['predicted_12["layers"]', 'predicted_12["flops"]'],
+        ['half_memory(12)["layers"]', 'half_memory(12)["flops"]'],
     ),
     "q_predict_syncs": ("04_local_sgd", ["predicted_syncs(24, 7, 2)[0]", "predicted_syncs(24, 7, 2)[1]"]),
     "q_crossover_k": ("04_local_sgd", ["crossover_d"]),
@@ -153,11 +153,14 @@ WRONG = [
     # half the layers; then one too many, with a third more FLOPs as if every layer were recomputed
     (
         "q_half_memory",
-        'predicted_12 = {"layers": 6, "flops": 1 + 6 / 36}\npredicted_9 = {"layers": 5, "flops": 1.2}\n',
+        "def half_memory(num_hidden_layers):\n"
+        "    layers = num_hidden_layers // 2\n"
+        '    return {"layers": layers, "flops": 1 + layers / (3 * num_hidden_layers)}\n',
     ),
     (
         "q_half_memory",
-        'predicted_12 = {"layers": 8, "flops": 4 / 3}\npredicted_9 = {"layers": 5, "flops": 4 / 3}\n',
+        "def half_memory(num_hidden_layers):\n"
+        '    return {"layers": num_hidden_layers // 2 + 2, "flops": 4 / 3}\n',
     ),
     # no average on exit; then data parallel at every micro-batch
     (

@@ -169,6 +169,36 @@ def steps_per_process(batches_per_epoch, accumulation, epochs, processes):
 """
 
 
+MEASURED_HALF = """
+from effitrain_lessons.shared.data import tokenized_mrpc
+from effitrain_lessons.shared.models import tiny_bert
+from effitrain_lessons.with_accelerator.layers import fewest_layers
+
+
+def half_memory(num_hidden_layers):
+    measured = fewest_layers(
+        lambda: tiny_bert(num_hidden_layers=min(num_hidden_layers, 12), dropout=False),
+        tokenized_mrpc()["train"][:16],
+    )
+    return {"layers": measured.layers, "flops": measured.flops}
+"""
+
+
+def test_half_memory_by_measuring_fails_every_case():
+    assert not any(cases_passed(LESSON_03, "q_half_memory", MEASURED_HALF))
+
+
+def test_half_memory_predicted_from_section_3_passes_every_case():
+    honest = (
+        "import math\n\n"
+        "def half_memory(n):\n"
+        "    share = checkpointing_ratio.saved_bytes  # what a fully checkpointed step still keeps\n"
+        "    layers = math.ceil(n / (2 * (1 - share)))\n"
+        '    return {"layers": layers, "flops": 1 + layers / n / 3}\n'
+    )
+    assert all(cases_passed(LESSON_03, "q_half_memory", honest))
+
+
 def test_choose_segments_by_measuring_fails_the_public_case():
     assert cases_passed(LESSON_01, "q_choose_segments", MEASURED_SEGMENTS, hidden=False) == [False]
 
@@ -202,9 +232,7 @@ WELL_TYPED = {
         "def predicted_kept_bytes(batch, width, hidden):\n    return 0\n"
     ),
     (LESSON_01, "q_choose_segments"): "def choose_segments(n_blocks):\n    return 1\n",
-    (LESSON_03, "q_half_memory"): (
-        'predicted_12 = {"layers": 1, "flops": 1.0}\npredicted_9 = {"layers": 1, "flops": 1.0}\n'
-    ),
+    (LESSON_03, "q_half_memory"): 'def half_memory(n):\n    return {"layers": 1, "flops": 1.0}\n',
     (LESSON_03, "q_steps_per_process"): "def steps_per_process(b, a, e, p):\n    return 1\n",
 }
 
@@ -212,3 +240,37 @@ WELL_TYPED = {
 @pytest.mark.parametrize("lesson, question", sorted(WELL_TYPED))
 def test_a_well_typed_guess_passes_no_public_case(lesson, question):
     assert not any(cases_passed(lesson, question, WELL_TYPED[lesson, question], hidden=False))
+
+
+# --- every prediction of a size is timed: the solution passes, the same answer measuring does not ---
+
+TIMED_PREDICTIONS = [
+    ("00_start_here", "q_trade_places", "predicted_saved_bytes"),
+    (LESSON_01, "q_keep_matmuls", "predicted_kept_bytes"),
+    ("02_checkpointing_with_trainer", "q_step_flops", "predicted_mflop"),
+    (LESSON_03, "q_half_memory", "half_memory"),
+]
+
+SLOW = """
+import time as _time
+
+_prediction = {name}
+
+
+def {name}(*arguments):
+    end = _time.process_time() + 0.6  # the CPU time a quick measurement would take
+    while _time.process_time() < end:
+        pass
+    return _prediction(*arguments)
+"""
+
+
+def solution_answer(lesson: str, question: str) -> str:
+    return next(cell.source for cell in load_lesson(lesson).cells if cell.answer_for == question)
+
+
+@pytest.mark.parametrize("lesson, question, name", TIMED_PREDICTIONS)
+def test_a_prediction_that_spends_a_measurements_time_fails_every_case(lesson, question, name):
+    answer = solution_answer(lesson, question)
+    assert all(cases_passed(lesson, question, answer))
+    assert not any(cases_passed(lesson, question, answer + SLOW.format(name=name)))

@@ -324,10 +324,10 @@ def test_wrong_answers_fail_the_public_checks_with_what_was_measured():
     half = repr(
         grader.check(
             "q_half_memory",
-            {"predicted_12": {"layers": 6, "flops": 1.2}, "predicted_9": {"layers": 5, "flops": 1.2}},
+            {"half_memory": lambda n: {"layers": n // 2, "flops": 1.2}},
         )
     )
-    assert 'You predicted predicted_12["layers"] = 6: that is not what was measured.' in half
+    assert 'You predicted half_memory(12)["layers"] = 6: that is not what was measured.' in half
     assert "Re-read section 3" in half
     assert " 7" not in half
 
