@@ -9,8 +9,11 @@ editions, in four kinds taken in turn (so a class of 30 has 7-8 of each per less
 - broken: every answer cell raises (a name the lesson does not define) or fails to parse.
 
 `bench_grading` grades the class with the defaults (`effitrain grade`'s sandbox, 2 workers) and,
-on its own, one solved lesson-01 submission (median of 3). Goals: a class of 30 learners (210
-notebooks of seven lessons) in at most 20 minutes, one lesson-01 submission in at most 15 s.
+on its own, one solved lesson-01 submission (median of 3), then the same submission with one more
+answer cell of 4,000 lines `a = !b` (28 KB, under the 200,000-character cap: each line is a shell
+command IPython would have to transform, the cell the flag scanner once spent 233 s on). Goals: a
+class of 30 learners (240 notebooks of eight lessons) in at most 20 minutes, one lesson-01
+submission in at most 15 s, and the long cell adding at most 5 s to it, flagged.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from effitrain_lessons.course.lessons import ROOT, edition_paths, lesson_names, 
 KINDS = ("solved", "blank", "partly solved", "broken")
 GOAL_CLASS_S = 20 * 60.0
 GOAL_ONE_S = 15.0
+GOAL_LONG_CELL_EXTRA_S = 5.0
+LONG_CELL = "a = !b\n" * 4000
 BROKEN = ("undefined_name_in_the_lesson + 1\n", "def broken(:\n    pass\n")
 
 
@@ -79,6 +84,17 @@ def bench_grading(learners: int = 30, repeats: int = 3) -> dict:
             [single] = grade.grade([str(one)], temp / f"one_out{attempt}")
             singles.append(time.perf_counter() - start)
             assert single.total == single.possible, single.reason
+        long_cell = submission("01_checkpointing_first_principles", "solved")
+        answers = load_lesson("01_checkpointing_first_principles").answers
+        answer = next(cell for cell in long_cell["cells"] if cell["id"] in answers)
+        answer["source"] = "".join(answer["source"]) + "\n" + LONG_CELL
+        one.write_text(json.dumps(long_cell), encoding="utf-8")
+        longs, long_flags = [], []
+        for attempt in range(repeats):
+            start = time.perf_counter()
+            [single] = grade.grade([str(one)], temp / f"long_out{attempt}")
+            longs.append(time.perf_counter() - start)
+            long_flags = list(single.flags)
     by_lesson: dict[str, list[float]] = collections.defaultdict(list)
     statuses = collections.Counter(result.status for result in results)
     earned: dict[str, list[float]] = collections.defaultdict(list)
@@ -95,5 +111,8 @@ def bench_grading(learners: int = 30, repeats: int = 3) -> dict:
         "share_of_points": {kind: statistics.mean(values) for kind, values in earned.items()},
         "one_lesson01_s": statistics.median(singles),
         "one_lesson01_runs": singles,
+        "long_cell_s": statistics.median(longs),
+        "long_cell_runs": longs,
+        "long_cell_flags": long_flags,
         "peak_memory_mb": max(result.peak_memory_mb for result in results),
     }

@@ -145,6 +145,8 @@ def figures(results: dict) -> dict[str, float]:
     if grading:
         out["grading class_s"] = grading["class_s"]
         out["grading one_lesson01_s"] = grading["one_lesson01_s"]
+        if "long_cell_s" in grading:
+            out["grading long_cell_s"] = grading["long_cell_s"]
         for name, seconds in grading["lesson_mean_s"].items():
             out[f"grading lesson {name} mean_s"] = seconds
     return out
@@ -472,7 +474,7 @@ def markdown(results: dict) -> str:
             ]
         lines.append("")
     if results.get("grading"):
-        from grading import GOAL_CLASS_S, GOAL_ONE_S
+        from grading import GOAL_CLASS_S, GOAL_LONG_CELL_EXTRA_S, GOAL_ONE_S
 
         g = results["grading"]
         class_ok = g["class_s"] <= GOAL_CLASS_S
@@ -493,8 +495,19 @@ def markdown(results: dict) -> str:
             f"{len(g['one_lesson01_runs'])} ({', '.join(f'{t:.1f}' for t in g['one_lesson01_runs'])} s; "
             f"{'meets' if one_ok else '**misses**'} the {GOAL_ONE_S:.0f} s goal);",
             f"- largest memory of one submission: {g['peak_memory_mb']:.0f} MiB (the cap is 3072 MiB).",
-            "",
         ]
+        if "long_cell_s" in g:
+            extra = g["long_cell_s"] - g["one_lesson01_s"]
+            lines.append(
+                f"- the same submission with one more answer cell of 4,000 lines `a = !b`: "
+                f"**{g['long_cell_s']:.1f} s**, median of {len(g['long_cell_runs'])} "
+                f"({', '.join(f'{t:.1f}' for t in g['long_cell_runs'])} s), {extra:+.1f} s "
+                f"({'meets' if extra <= GOAL_LONG_CELL_EXTRA_S else '**misses**'} the "
+                f"+{GOAL_LONG_CELL_EXTRA_S:.0f} s goal); flags: "
+                + ("; ".join(g["long_cell_flags"]) or "none")
+                + "."
+            )
+        lines.append("")
         lines += table(
             ["lesson", "mean s per submission"],
             [[name, f"{s:.1f}"] for name, s in g["lesson_mean_s"].items()],

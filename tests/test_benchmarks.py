@@ -142,6 +142,9 @@ def test_report_states_the_grading_goals(bench):
         "share_of_points": {"solved": 1.0},
         "one_lesson01_s": 9.0,
         "one_lesson01_runs": [9.0, 9.1, 8.9],
+        "long_cell_s": 15.5,
+        "long_cell_runs": [15.5, 15.4, 15.6],
+        "long_cell_flags": ["q_checkpoint_block: runs shell commands (!)"],
         "peak_memory_mb": 600.0,
     }
     results = {
@@ -163,6 +166,8 @@ def test_report_states_the_grading_goals(bench):
     text = run.markdown(results)
     assert "**21.7 min**" in text and "**misses** the 20-minute goal" in text
     assert "**9.0 s**" in text and "meets the 15 s goal" in text
+    assert "**15.5 s**" in text and "+6.5 s (**misses** the +5 s goal)" in text
+    assert "flags: q_checkpoint_block: runs shell commands (!)." in text
     assert run.figures(results)["grading class_s"] == 1300.0
 
 

@@ -505,7 +505,7 @@ def test_small_buckets_say_what_the_backward_pass_hid(monkeypatch):
     timing = local_sgd.LinkTiming("A", link, _times(40, 40, 40), 0.040, {}, 1.0)
     said = str(local_sgd_reports.small_buckets(fast, slow, timing)).splitlines()
     assert said[0].startswith("adım başına 2 kovayla veri paralel eğitim, A bağlantısı: adım başına 25,0 ms")
-    assert said[0].endswith("kestirim 30,0; tek kovayla: 40,0 ms (40,0-40,0)")
+    assert said[0].endswith("kestirim 30,0 ms; tek kovayla: 40,0 ms (40,0-40,0)")
     assert said[1] == "geri yayılım, bağlantının adım başına 20,0 ms'sinin 5,0 ms'sini gizledi (ortancalar)"
 
 

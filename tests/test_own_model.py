@@ -284,7 +284,8 @@ def test_the_reports_speak_turkish_with_turkish_numbers(monkeypatch):
 
     savings = own_model.BlockSavings(one_block=2502656, blocks=8, every_block=20021248, block_input=131072)
     assert str(savings).splitlines()[0] == (
-        "bir blok 2,39 MiB boşaltır; bunun 8 katı 19,09 MiB; her blok birlikte 19,09 MiB boşaltır"
+        "bir blok 2,39 MiB boşaltır; bunun 8 katı 19,09 MiB eder; 8 bloğun hepsine birden kontrol noktası "
+        "uygulanınca 19,09 MiB boşalır"
     )
     times = Times((2.5,), (2.6,), "cpu")
     report = own_model.OffloadReport(

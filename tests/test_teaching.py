@@ -16,7 +16,7 @@ NOTEBOOKS = editions.ROOT / "notebooks"
 EDITIONS = {"learner": NOTEBOOKS, "solutions": NOTEBOOKS / "solutions", "tr": NOTEBOOKS / "tr"}
 MAIN_PATH_WORDS = 1500
 # The tag a transfer exercise's heading carries, in each language.
-NEW_SETTING = {"en": "(new setting)", "tr": "(yeni durum)"}
+NEW_SETTING = {"en": "(new setting)", "tr": "(dersin göstermediği bir durum)"}
 
 
 def markdown(path: Path) -> list[str]:

@@ -231,3 +231,21 @@ def test_lesson_1s_turkish_solution_edition_prints_turkish_numbers(tmp_path):
     text = "\n".join(printed)
     assert "%" in text and "," in text  # it printed percentages and decimals
     assert wrong_numbers(text) == []
+
+
+def test_lesson_5s_outer_lr_slider_writes_its_options_the_readers_way(shown, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from effitrain_lessons.diloco.figures import diloco_explorer
+
+    def lr_slider(box):
+        return box.children[0].children[1]
+
+    english = lr_slider(diloco_explorer(lambda h, lr: Figure(), Figure(), outer_lr=0.7))
+    # the labels the English edition printed, str(0.1) ... str(1.0); the values stay numbers
+    assert [label for label, _ in english.options] == ["0.1", "0.3", "0.5", "0.7", "1.0"]
+    assert [value for _, value in english.options] == [0.1, 0.3, 0.5, 0.7, 1.0] and english.value == 0.7
+    monkeypatch.setenv(i18n.ENVIRONMENT, "tr")
+    turkish = lr_slider(diloco_explorer(lambda h, lr: Figure(), Figure(), outer_lr=0.7))
+    assert [label for label, _ in turkish.options] == ["0,1", "0,3", "0,5", "0,7", "1,0"]
+    assert turkish.value == 0.7 and turkish.label == "0,7"

@@ -18,7 +18,7 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.ticker import FuncFormatter
 
 from effitrain_lessons.shared.arguments import whole_numbers
-from effitrain_lessons.shared.i18n import _, phrase
+from effitrain_lessons.shared.i18n import _, format_number, phrase
 from effitrain_lessons.shared.plotting import MEMORY_COLOURS, STATUS_COLOURS, finish, rerun_explorer, wrapped
 
 
@@ -236,7 +236,11 @@ def diloco_explorer(
 
     h_slider = widgets.SelectionSlider(options=list(hs), value=h, description="H", continuous_update=False)
     lr_slider = widgets.SelectionSlider(
-        options=list(outer_lrs), value=outer_lr, description=_("outer lr"), continuous_update=False
+        # each option labelled as the reader writes numbers: "0.1" in English, "0,1" in Turkish
+        options=[(format_number(lr), lr) for lr in outer_lrs],
+        value=outer_lr,
+        description=_("outer lr"),
+        continuous_update=False,
     )
     return rerun_explorer(
         run,

@@ -531,9 +531,12 @@ def compare_bucketing(per_tensor: Run, bucketed: Run, data_parallel: Run) -> Tab
         notes=[
             phrase(
                 "one flat buffer: {calls:.0f} times fewer calls; its time in all-reduce per "
-                "synchronization was {ratio} the per-tensor time: {verdict}",
+                "synchronization was {median:.2f}x ({low:.2f}x-{high:.2f}x) the per-tensor time: {verdict}",
                 calls=each["calls_per_sync"] / flat["calls_per_sync"],
-                ratio=str(ratio),
+                # the ratio's parts apart, so that a language can say it in words ("1,05 katı")
+                median=ratio.median,
+                low=ratio.low,
+                high=ratio.high,
                 verdict=compared(ratio),
             )
         ],

@@ -330,7 +330,7 @@ class SegmentSweep(ShowsAsTable):
             verdict = N_("at k = {k} the time grew less than the FLOPs: {time} against x{flops}")
         else:
             verdict = N_("at k = {k} the time's spread holds the FLOPs' growth: {time} against x{flops}")
-        return phrase(verdict, k=k, time=times_ratio(time), flops=format_number(flops, ".3f"))
+        return phrase(verdict, k=k, time=times_ratio(time), flops=format_number(flops, ".2f"))
 
     def table(self) -> Table:
         """Every measured k, relative to k = 1, and which k kept the least against sqrt(n)."""

@@ -113,9 +113,11 @@ def per_synchronization(runs: Sequence[Run]) -> Table:
             [_("ms a step takes (one synchronization each)"), *[_ms(row["step_time"]) for row in pair]],
         ],
         notes=[
-            phrase(
-                "K = 1's step took {ratio} data parallel's: {verdict}.",
-                ratio=str(ratio),
+            phrase(  # the ratio's parts apart, so that a language can say it in words ("1,05 katı")
+                "K = 1's step took {median:.2f}x ({low:.2f}x-{high:.2f}x) data parallel's: {verdict}.",
+                median=ratio.median,
+                low=ratio.low,
+                high=ratio.high,
                 verdict=compared(ratio),
             )
         ],
