@@ -12,7 +12,9 @@ test = {   'name': 'q_trade_places',
                                                '>>> ran = []\n'
                                                '>>> watch = torch.nn.modules.module.register_module_forward_pre_hook(lambda *args: ran.append(1))\n'
                                                '>>> try:\n'
-                                               "...     got = {'bytes': predicted_saved_bytes(32, 8), 'bytes_big': predicted_saved_bytes(4096, 512)}\n"
+                                               "...     got = {'bytes': predicted_saved_bytes(32, 8)}\n"
+                                               '...     if not ran:\n'
+                                               "...         got['bytes_big'] = predicted_saved_bytes(4096, 512)\n"
                                                '... finally:\n'
                                                '...     watch.remove()\n'
                                                ">>> got['cpu_seconds'] = sum(os.times()[:4]) - start\n"
@@ -39,7 +41,8 @@ test = {   'name': 'q_trade_places',
                                                '>>> watch = torch.nn.modules.module.register_module_forward_pre_hook(lambda *args: ran.append(1))\n'
                                                '>>> try:\n'
                                                "...     got = {'bytes': [predicted_saved_bytes(sequences, tokens) for sequences, tokens in shapes]}\n"
-                                               "...     got['bytes_big'] = predicted_saved_bytes(8192, 512)\n"
+                                               '...     if not ran:\n'
+                                               "...         got['bytes_big'] = predicted_saved_bytes(8192, 512)\n"
                                                '... finally:\n'
                                                '...     watch.remove()\n'
                                                ">>> got['cpu_seconds'] = sum(os.times()[:4]) - start\n"
