@@ -76,3 +76,37 @@ def test_a_sentence_is_said_again_in_another_language():
         and copied.in_language("en") == "a set of {x}"
         and type(copied) is i18n.Sentence
     )
+
+
+def test_every_message_a_test_looks_up_is_in_the_catalog():
+    """Tests that look for a widget's or a check's words through `translator(...)` name them by
+    msgid: a message renamed in the package must fail here, not silently stop matching on a page."""
+    import ast
+    from pathlib import Path
+
+    import polib
+
+    root = Path(__file__).resolve().parent
+    catalog = root.parent / "effitrain_lessons" / "locale" / "tr" / "LC_MESSAGES" / "effitrain_lessons.po"
+    msgids = {entry.msgid for entry in polib.pofile(str(catalog)) if not entry.obsolete}
+    looked_up = []
+    for path in sorted(root.glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if not any(
+            isinstance(node, ast.ImportFrom) and any(alias.name == "translator" for alias in node.names)
+            for node in ast.walk(tree)
+        ):
+            continue
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "_"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                looked_up.append((path.name, node.args[0].value))
+    assert looked_up, "no test looks a message up: the scan is broken"
+    missing = [(name, text) for name, text in looked_up if text not in msgids]
+    assert not missing, missing
