@@ -920,3 +920,19 @@ def test_every_edition_uses_the_honest_grader():
         for kind in ("learner", "solution"):
             init = next(c for c in edition(name, kind)["cells"] if c["id"] == "otter-init")
             assert "from effitrain_lessons.shared.checks import Notebook" in "".join(init["source"])
+
+
+@needs_sandbox
+def test_shell_lines_run_as_in_ipython_and_a_cell_ipython_gives_up_on_fails_at_once():
+    """A few `!` lines run as IPython runs them; 4,000 (where IPython re-reads the cell for a minute,
+    then gives up) fail with IPython's error, without the minute."""
+    lesson = load_lesson("00_start_here").only("q_bytes")
+    [(answer_id, solution)] = [(cell.id, cell.source) for cell in lesson.cells if cell.answer_for]
+    shell = solution + "\nechoed = !echo hi\nassert echoed == ['hi'], echoed\n"
+    result = grade.grade_answers("shell", lesson, {answer_id: shell}, sandbox.Limits(threads=1))
+    entry = result.questions["q_bytes"]
+    assert entry.points == entry.possible and not entry.answer_error, (entry.answer_error, result.reason)
+    many = solution + "\n" + "a = !b\n" * 4_000
+    result = grade.grade_answers("many", lesson, {answer_id: many}, sandbox.Limits(threads=1))
+    entry = result.questions["q_bytes"]
+    assert entry.points == 0 and "still changing after 500 iterations" in entry.answer_error

@@ -674,3 +674,35 @@ def test_a_cell_too_long_to_read_is_flagged_unread():
     assert review.review_answer(source) == [review.TOO_LONG]
     assert review.parse(source) is None
     assert review.review_answer(source[: review.MAX_REVIEW_CHARS - review.MAX_REVIEW_CHARS % 6]) == []
+
+
+@pytest.mark.parametrize("lines", [499, 500])
+def test_the_grading_kernel_gives_up_on_a_cell_where_ipython_does(lines):
+    """IPython turns at most 500 special lines of a cell into calls, one reading of the whole cell
+    each, then raises; the grading kernel counts them in linear time and gives up at the same line."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    source = "a = !b\n" * lines
+    python, turned = review.ipython_cell(source)
+    assert turned == lines
+    if turned < review.IPYTHON_TRANSFORM_LIMIT:
+        assert python == TransformerManager().transform_cell(source)
+    else:
+        with pytest.raises(RuntimeError, match="still changing after 500 iterations"):
+            TransformerManager().transform_cell(source)
+
+
+@pytest.mark.parametrize("source", SPECIAL_CELLS)
+def test_the_count_of_special_lines_is_ipythons_count_of_transforms(source):
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    manager, counted = TransformerManager(), []
+    one = manager.do_one_token_transform
+
+    def counting(lines):
+        changed, lines = one(lines)
+        counted.append(changed)
+        return changed, lines
+
+    manager.do_one_token_transform = counting
+    assert review.ipython_cell(source) == (manager.transform_cell(source), sum(counted))

@@ -488,28 +488,43 @@ def python_source(source: str, deadline: float | None = None) -> str:
     round reads the result, for a line that an earlier one's raw text hid (a `!echo` that opens a
     string). Past `deadline` (a `time.monotonic()` value) it raises `OutOfTime`.
     """
+    return ipython_cell(source, deadline)[0]
+
+
+# IPython turns at most this many special lines of a cell into calls, then gives up on the cell
+# (`inputtransformer2.TRANSFORM_LOOP_LIMIT`); the grading kernel gives up the same way, at once.
+IPYTHON_TRANSFORM_LIMIT = 500
+
+
+def ipython_cell(source: str, deadline: float | None = None) -> tuple[str, int]:
+    """`python_source`, and how many special lines it turned into calls (IPython runs a cell only
+    when that is under `IPYTHON_TRANSFORM_LIMIT`). A cell IPython cannot read is returned as it is,
+    with 0."""
     try:
         from IPython.core import inputtransformer2 as ipython
     except ImportError:
-        return source
+        return source, 0
     manager = ipython.TransformerManager()
     lines = (source if source.endswith("\n") else source + "\n").splitlines(keepends=True)
+    turned = 0
     try:
         for transform in manager.cleanup_transforms + manager.line_transforms:
             lines = transform(lines)
         while True:
             _in_time(deadline)
-            changed, lines = _transform_round(ipython, manager.token_transformers, lines)
-            if not changed:
-                return "".join(lines)
+            count, lines = _transform_round(ipython, manager.token_transformers, lines)
+            if not count:
+                return "".join(lines), turned
+            turned += count
     except OutOfTime:
         raise
     except Exception:  # noqa: BLE001 - a cell IPython cannot read is read as it is
-        return source
+        return source, 0
 
 
-def _transform_round(ipython, transformers, lines: list[str]) -> tuple[bool, list[str]]:
-    """Every special line of one reading of `lines`, each turned into a call as IPython turns it."""
+def _transform_round(ipython, transformers, lines: list[str]) -> tuple[int, list[str]]:
+    """Every special line of one reading of `lines`, each turned into a call as IPython turns it, and
+    how many there were."""
     replaced: list[tuple[int, int, list[str]]] = []  # (first line, last line, what replaces them)
     for tokens in ipython.make_tokens_by_line(lines):
         # IPython's choice among the transforms that match a line: the earliest, then by priority
@@ -531,12 +546,12 @@ def _transform_round(ipython, transformers, lines: list[str]) -> tuple[bool, lis
                 continue
             break
     if not replaced:
-        return False, lines
+        return 0, lines
     result, done = [], 0
     for start, end, new in replaced:
         result += lines[done:start] + new
         done = end + 1
-    return True, result + lines[done:]
+    return len(replaced), result + lines[done:]
 
 
 class OutOfTime(Exception):

@@ -43,6 +43,9 @@ import types
 
 from effitrain_lessons.shared.judging import encode
 
+# What IPython raises for a cell with too many `!` and `%` lines to turn into calls.
+GIVE_UP = 'raise RuntimeError("Input transformation still changing after 500 iterations. Aborting.")\n'
+
 # Modules whose attributes tests rely on: snapshotted around every answer cell and test case.
 WATCHED_EXACT = (
     "builtins",
@@ -523,13 +526,22 @@ def _describer():
 def _cell_runner(state, pristine, builtin_names, snapshot, restore, flag, send, describe):
     """`run_cell(shell, cell)`: runs a lesson or answer cell; after an answer, puts back what it changed."""
     sorted_, set_, BaseException_, builtins_module = sorted, set, BaseException, builtins
+    from effitrain_lessons.course.review import IPYTHON_TRANSFORM_LIMIT, ipython_cell
+
+    give_up = GIVE_UP
 
     def run_cell(shell, cell):
         answer = cell["kind"] == "answer"
         before = snapshot() if answer else None
         state["watching"] = cell["id"] if answer else "lesson"
         try:
-            result = shell.run_cell(cell["source"], store_history=False, silent=False)
+            # IPython's own transforms re-read the whole cell after each `!` or `%` line they turn
+            # (4,000 lines: about a minute, then it gives up past 500). The cell is turned into Python
+            # here in linear time, and given up on past the same limit, with IPython's words.
+            source, turned = ipython_cell(cell["source"])
+            if turned >= IPYTHON_TRANSFORM_LIMIT:
+                source = give_up
+            result = shell.run_cell(source, store_history=False, silent=False)
             error = result.error_before_exec or result.error_in_exec
         except BaseException_ as failure:  # noqa: BLE001 - a broken shell is this cell's error
             error = failure
