@@ -138,6 +138,8 @@ def figures(results: dict) -> dict[str, float]:
             f"plan {row['model']} s={row['s']} b={row['b']} {row['attention']} checkpointing "
             f"{row['checkpointing']}"
         )
+        if row.get("precision", "fp32") != "fp32":  # autocast rows (issue 47); fp32 keys as before
+            key += f" {row['precision']} autocast"
         out[f"{key} ratio"] = row["ratio"]
     for label, seconds in results.get("imports", {}).items():
         out[f"import {label} s"] = seconds
@@ -322,6 +324,8 @@ def markdown(results: dict) -> str:
             [
                 [
                     row["model"],
+                    row.get("precision", "fp32")
+                    + (" autocast" if row.get("precision", "fp32") != "fp32" else ""),
                     f"{row['s']}, {row['b']}",
                     mib(row["saved_bytes"]),
                     mib(row["saved_bytes_checkpointed"]),
@@ -531,12 +535,19 @@ def markdown(results: dict) -> str:
             "measured as lesson 1 measures them (saved-tensor hooks, each storage once), for real widths "
             "at a few layers, fp32, dropout as the config has it, with and without full checkpointing, "
             "eager and SDPA attention. Goal: within 10 %. Parameters, gradients and AdamW state: the "
-            "estimate against the tensors counted after one real AdamW step (goal: equal).",
+            "estimate against the tensors counted after one real AdamW step (goal: equal). The rows "
+            'marked bf16 or fp16 run the forward under `torch.autocast("cpu", ...)` and hold '
+            '`estimate(..., precision="bf16"|"fp16", device="cpu")` (autocast\'s CPU rules) against it: '
+            "measured and estimated count the activations and the 16-bit weight copies together (the "
+            "copies apart in the last column); the states are torch.amp's (fp32 weights, gradients and "
+            "AdamW state) after one real step under autocast. Goal: within 10 %. The CUDA rules are "
+            "predicted (PyTorch's documented op lists), not measured here.",
             "",
         ]
         lines += table(
             [
                 "model",
+                "precision",
                 "s, b",
                 "attention",
                 "checkpointing",
@@ -546,10 +557,13 @@ def markdown(results: dict) -> str:
                 "within 10 %",
                 "states measured",
                 "states estimated",
+                "16-bit weight copies measured / estimated",
             ],
             [
                 [
                     row["model"],
+                    row.get("precision", "fp32")
+                    + (" autocast" if row.get("precision", "fp32") != "fp32" else ""),
                     f"{row['s']}, {row['b']}",
                     row["attention"],
                     "on" if row["checkpointing"] else "off",
@@ -563,6 +577,9 @@ def markdown(results: dict) -> str:
                         + ("" if row["states_estimated"] == row["states_measured"] else " **differs**")
                     )
                     if "states_measured" in row
+                    else "",
+                    f"{mib(row['copies_measured'])} / {mib(row['copies_estimated'])}"
+                    if "copies_measured" in row
                     else "",
                 ]
                 for row in results["plan"]

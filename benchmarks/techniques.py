@@ -332,4 +332,108 @@ def plan_anchor() -> list[dict]:
                     )
                 rows.append(row)
                 del model
+    return rows + plan_autocast_rows()
+
+
+# Autocast rows (issue 47): bf16 on every shape, fp16 on the first (the CPU saves the same bytes).
+AUTOCAST_PRECISIONS = {0: ("bf16", "fp16")}
+
+
+def _saved_under_autocast(model, inputs: dict, dtype) -> dict[str, int]:
+    """Bytes saved for backward under `torch.autocast("cpu", dtype)` (saved-tensor hooks, each storage
+    once, the fp32 parameters left out), split into the 16-bit weight copies (a saved tensor equal to a
+    weight cast to `dtype`) and the activations."""
+    from effitrain_lessons.shared.memory import storage_key
+
+    params = {storage_key(p) for p in model.parameters()}
+    casts = [p.detach().to(dtype) for p in model.parameters() if p.dim() == 2]
+    seen: dict = {}
+
+    def pack(tensor):
+        key = storage_key(tensor)
+        if key not in params and key not in seen:
+            copy = (
+                tensor.dtype == dtype
+                and tensor.dim() == 2
+                and any(c.shape == tensor.shape and torch.equal(c, tensor) for w in casts for c in (w, w.t()))
+            )
+            seen[key] = ("copies" if copy else "activations", tensor.untyped_storage().nbytes())
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype):
+        model(**inputs)
+    out = {"copies": 0, "activations": 0}
+    for kind, nbytes in seen.values():
+        out[kind] += nbytes
+    return out
+
+
+def _amp_step_states(model, inputs: dict, dtype) -> int:
+    """Weights, gradients and AdamW state after one torch.amp step (forward under autocast)."""
+    import copy
+
+    from effitrain_lessons.shared.memory import _unique_bytes
+
+    model = copy.deepcopy(model)
+    weights = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(weights, lr=1e-3)
+    with torch.autocast("cpu", dtype):
+        loss = model(**inputs).loss
+    loss.backward()
+    optimizer.step()
+    state = [t for s in optimizer.state.values() for t in s.values() if isinstance(t, torch.Tensor)]
+    return _unique_bytes(weights) + _unique_bytes(p.grad for p in weights) + _unique_bytes(state)
+
+
+def plan_autocast_rows() -> list[dict]:
+    """The planner's 16-bit figures (`precision="bf16"|"fp16"`, `device="cpu"`: autocast's CPU rules)
+    against what a forward under `torch.autocast("cpu", ...)` saves for backward: activations and the
+    16-bit weight copies together (and each apart), goal within 10 %; torch.amp's fp32 weights, gradients
+    and AdamW state against one real step (goal: equal)."""
+    from effitrain_lessons.will_it_fit import plan
+
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    rows = []
+    for index, (name, bundled, overrides, batch, seq) in enumerate(PLAN_SHAPES):
+        _, config = plan._read_config(bundled)
+        config = {**config, **overrides}
+        for precision in AUTOCAST_PRECISIONS.get(index, ("bf16",)):
+            for attention in ("eager", "sdpa"):
+                for checkpointing in (False, True):
+                    model = plan.build(config, attention=attention)
+                    if checkpointing:
+                        model.gradient_checkpointing_enable()
+                    inputs = _plan_inputs(model, batch, seq)
+                    predicted = plan.estimate(
+                        config,
+                        batch=batch,
+                        seq=seq,
+                        attention=attention,
+                        checkpointing=checkpointing,
+                        device="cpu",
+                        precision=precision,
+                    )
+                    measured = _saved_under_autocast(model, inputs, dtypes[precision])
+                    estimated = predicted.bytes_of("activations") + predicted.bytes_of("16-bit weight copies")
+                    row = {
+                        "model": name,
+                        "precision": precision,
+                        "b": batch,
+                        "s": seq,
+                        "attention": attention,
+                        "checkpointing": checkpointing,
+                        "activations_measured": measured["activations"] + measured["copies"],
+                        "activations_estimated": estimated,
+                        "ratio": estimated / (measured["activations"] + measured["copies"]),
+                        "copies_measured": measured["copies"],
+                        "copies_estimated": predicted.bytes_of("16-bit weight copies"),
+                    }
+                    if attention == "sdpa" and not checkpointing:
+                        row["states_measured"] = _amp_step_states(model, inputs, dtypes[precision])
+                        row["states_estimated"] = sum(
+                            predicted.bytes_of(line)
+                            for line in ("parameters", "gradients", "optimizer state")
+                        )
+                    rows.append(row)
+                    del model
     return rows

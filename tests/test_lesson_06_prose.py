@@ -137,3 +137,17 @@ def test_recomputing_the_attention_core(text):
     assert (
         f"Recomputing the attention core kept {kept:.0%} for {more:.1%} more FLOPs".replace("%", " %") in text
     )
+
+
+def test_what_fp16_mixed_precision_buys_on_the_t4(text):
+    # the planner models torch.autocast: fp16 alone does not fit a T4, and the 16 bits save far less
+    # than half of the activations
+    fp32 = plan.estimate(BERT, **QUESTION)
+    fp16 = plan.estimate(BERT, **QUESTION, precision="fp16")
+    assert not fp16.fits(GPU) and fp16.bytes_of("16-bit weight copies") > 0
+    assert f"**fp16 mixed precision** alone does not fit: {format_bytes(fp16.total)}." in text
+    before, after = format_bytes(fp32.bytes_of("activations")), format_bytes(fp16.bytes_of("activations"))
+    assert f"The activations go from {before} to {after}, not to half." in text
+    assert fp16.bytes_of("activations") > 0.6 * fp32.bytes_of("activations")
+    assert "2 + 4 + 2 + 8" not in text.split("is another scheme: ZeRO's and Megatron's")[1]
+    assert "nearly halves" not in text and "with fp16 and a loss scaler" not in text

@@ -84,3 +84,19 @@ def test_one_estimate_against_a_gpu_says_in_its_title_whether_it_fits():
     assert plan_figures.plot_memory_estimates([big]).axes[0].get_title() == (
         "What one training step needs (estimated)"
     )
+
+
+def test_every_line_the_planner_names_has_its_own_colour_and_legend_entry():
+    estimates = [
+        plan.estimate("bert-base-uncased", batch=32, seq=512, precision="fp16", device="cuda"),
+        plan.estimate("bert-base-uncased", batch=32, seq=512, precision="fp16", master_weights=True),
+        plan.estimate("bert-base-uncased", batch=32, seq=512, checkpointing=True),
+    ]
+    names = {line.name for e in estimates for line in e.lines}
+    assert "16-bit weight copies" in names and "fp32 master weights" in names
+    assert names <= set(plan_figures.PLAN_COLOURS)
+    colours = list(plan_figures.PLAN_COLOURS.values())
+    assert len(set(colours)) == len(colours)  # no two lines look alike
+    figure = plan_figures.plot_memory_estimates(estimates[:1], ["fp16"], gpu="T4")
+    legend = [t.get_text() for t in figure.legends[0].get_texts()]
+    assert "16-bit weight copies" in legend and "activations" in legend

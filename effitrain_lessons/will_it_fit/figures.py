@@ -27,6 +27,7 @@ PLAN_COLOURS = {
     N_("gradients"): MEMORY_COLOURS["gradients"],
     N_("optimizer state"): MEMORY_COLOURS["optimizer state"],
     N_("activations"): MEMORY_COLOURS["activations"],
+    N_("16-bit weight copies"): "#e7b84a",
     N_("one layer recomputed"): "#d1495b",
     N_("not modelled (allowance)"): "#d4d4d4",
 }

@@ -16,6 +16,15 @@ these implementations save, which differs in three ways the lesson measures:
 - fused attention (SDPA's flash or memory-efficient kernels) keeps no a*s*s*b score matrices,
   only a log-sum-exp per row. On a CPU, SDPA with attention dropout falls back to the plain
   (math) path, which keeps them.
+
+In 16 bits (`precision="bf16"` or `"fp16"`) the estimate follows `torch.autocast` (torch.amp): the
+weights, gradients and AdamW state stay fp32 (4 + 4 + 8 bytes a parameter), autocast saves a 16-bit
+copy of every Linear weight for backward (a line of its own), and the activations are those autocast
+leaves, some 16-bit (each Linear's cast input), some fp32 (the residual stream, the norms, the loss):
+the CPU's rules are measured (issue 47, within 1 % of saved-tensor hooks at real widths); CUDA's follow
+PyTorch's documented op lists with the same code and are labelled predicted (`predicted`).
+`master_weights=True` is the other scheme, ZeRO's and Megatron's: 16-bit weights and gradients, an fp32
+master copy and fp32 state (2 + 4 + 2 + 8).
 """
 
 from __future__ import annotations
@@ -90,6 +99,10 @@ class ModelShape:
     attention_dropout: float
     parameters: int
     tensors: int  # parameter tensors (each gets its own optimizer step count)
+    # Elements of the Linear (and GPT-2 Conv1D) weights, whose 16-bit copies autocast caches and saves
+    # for backward: one layer's, and the rest (pooler and classifier, or the language-model head)
+    layer_weights: int = 0
+    head_weights: int = 0
 
 
 def bundled_models() -> list[str]:
@@ -191,6 +204,7 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
     with torch.device("meta"):
         built = _builder(family).from_config(config)
     unique = {id(p): p for p in built.parameters()}  # tied weights (GPT-2's, Llama 3.2's) count once
+    weights = _linear_weights(built)
     if family == "gpt2":
         hidden, heads = config.n_embd, config.n_head
         return ModelShape(
@@ -207,6 +221,7 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
             config.attn_pdrop,
             sum(p.numel() for p in unique.values()),
             len(unique),
+            *weights,
         )
     if family == "bert":
         dropouts = (config.hidden_dropout_prob, config.attention_probs_dropout_prob)
@@ -228,7 +243,27 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
         *dropouts,
         sum(p.numel() for p in unique.values()),
         len(unique),
+        *weights,
     )
+
+
+def _linear_weights(built) -> tuple[int, int]:
+    """(one layer's, the rest's) elements of the weights autocast casts to 16 bits: those of nn.Linear
+    and of GPT-2's Conv1D (an addmm), each tensor once (a tied head is cast once)."""
+    import torch
+
+    seen, layer, head = set(), 0, 0
+    for name, module in built.named_modules():
+        weight = getattr(module, "weight", None)
+        if not isinstance(weight, torch.Tensor) or id(weight) in seen:
+            continue
+        if isinstance(module, torch.nn.Linear) or type(module).__name__ == "Conv1D":
+            seen.add(id(weight))
+            if re.search(r"\.(layer|h|layers)\.0\.", f".{name}."):
+                layer += weight.numel()
+            elif not re.search(r"\.(layer|h|layers)\.[0-9]+\.", f".{name}."):
+                head += weight.numel()
+    return layer, head
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,10 +282,12 @@ class Settings:
         default="fp32", metadata={"help": "the weights' and activations' type", "choices": PRECISIONS}
     )
     master_weights: bool = field(
-        default=True,
+        default=False,
         metadata={
             "help": (
-                "with bf16/fp16: keep an fp32 copy of the weights and fp32 optimizer state (mixed precision)"
+                "with bf16/fp16: the ZeRO/Megatron scheme (16-bit weights and gradients, an fp32 master copy "
+                "and fp32 optimizer state) instead of torch.autocast's (fp32 weights and gradients, 16-bit "
+                "copies of the weights)"
             )
         },
     )
@@ -352,6 +389,8 @@ def scores_kept(shape: ModelShape, settings: Settings) -> bool:
 
 def layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     """The tensors one transformer layer saves for backward, as this family's implementation saves them."""
+    if autocast(settings):
+        return _autocast_layer_terms(shape, settings)
     size = _bytes(settings)
     act, mask, stat = size["act"], size["mask"], size["stat"]
     fused = not scores_kept(shape, settings)
@@ -386,8 +425,142 @@ def layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     return terms
 
 
+def autocast(settings: Settings) -> bool:
+    """Whether the step runs under `torch.autocast` (torch.amp): 16 bits without master weights. The
+    weights stay fp32; autocast casts them, and each op's inputs, by the device's op lists."""
+    return settings.precision != "fp32" and not settings.master_weights
+
+
+def predicted(settings: Settings) -> bool:
+    """Whether the 16-bit figures are predicted, not measured: autocast's CUDA rules come from
+    PyTorch's documented op lists and no GPU has measured them yet; the CPU's are measured."""
+    return autocast(settings) and settings.device == "cuda"
+
+
+def _autocast_layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
+    """What one layer saves under autocast (2 B: 16-bit, 4 B: fp32, 1 B: a CUDA dropout mask).
+
+    The rules, the same code for both devices: every Linear casts its own input to 16 bits and saves
+    that copy (so q, k and v each keep one); the residual stream, the norms and their statistics stay
+    fp32; dropout keeps a mask of its input's type on a CPU, one byte on a GPU. On a CPU the fallback
+    (math) path of SDPA computes attention in fp32 and softmax keeps its input's type; on CUDA softmax,
+    `pow` (GPT-2's gelu_new) and the losses are on autocast's fp32 list, and SDPA is always fused."""
+    cuda = settings.device == "cuda"
+    low, full = 2, 4
+    mask = 1 if cuda else low
+    fused = not scores_kept(shape, settings)
+    math_path = not fused and settings.attention == "sdpa"  # on a CPU, with attention dropout
+    inputs = 1 if shape.family == "gpt2" else 3  # GPT-2's one c_attn, or q, k, v projections
+    if shape.family == "llama":
+        terms = [
+            Term(4, "sbh", full, N_("fp32 residual stream and norms")),
+            Term(2, "sb", full, N_("norm statistics")),
+            Term(3 + 2, "sbh", low, N_("16-bit inputs of the projections")),
+        ]
+        if fused:
+            terms += [
+                Term(2, "sbh", low, N_("queries and attention output")),
+                Term(2, "sbk", low, N_("keys and values")),
+            ]
+        else:
+            terms += [Term(4, "sbh", low, N_("queries, keys, values and attention output"))]
+        terms.append(Term(4, "sbf", low, N_("feed-forward (SwiGLU)")))
+    else:
+        terms = [
+            Term(2, "sbh", full, N_("fp32 residual stream and norms")),
+            Term(4, "sb", full, N_("norm statistics")),
+            Term(inputs + 2, "sbh", low, N_("16-bit inputs of the projections")),
+        ]
+        if math_path:
+            terms.append(Term(3, "sbh", full, N_("queries, keys and values (fp32 attention)")))
+        elif fused:
+            terms.append(
+                Term(3 if shape.family == "gpt2" else 1, "sbh", low, N_("queries and attention output"))
+            )
+            terms.append(Term(2, "sbk", low, N_("keys and values")))
+        else:
+            # GPT-2 at micro-batch 1: the query is a view of c_attn's output and keeps all three thirds
+            views = 2 if (shape.family == "gpt2" and settings.micro_batch == 1) else 0
+            terms.append(Term(3 + views, "sbh", low, N_("queries, keys and values")))
+        if shape.activation == "gelu_new" and cuda:
+            terms += [
+                Term(3, "sbf", low, N_("feed-forward")),
+                Term(2, "sbf", full, N_("feed-forward in fp32 (pow)")),
+            ]
+        else:
+            terms.append(Term(5 if shape.activation == "gelu_new" else 2, "sbf", low, N_("feed-forward")))
+        if shape.hidden_dropout > 0:
+            terms.append(Term(2, "sbh", mask, N_("dropout masks")))
+    if fused:
+        terms.append(Term(1, "asb", full, N_("attention log-sum-exp")))
+        return terms
+    if math_path:
+        scores = [
+            (full, N_("attention scores")),
+            (full, N_("attention dropout mask")),
+            (full, N_("attention after dropout")),
+        ]
+    else:
+        # softmax: in fp32 on CUDA's list, and where the model upcasts (GPT-2's fp32 mask value, Llama)
+        soft = full if (cuda or shape.family != "bert") else low
+        scores = [(soft, N_("attention scores"))]
+        if shape.attention_dropout > 0:
+            scores.append((1 if cuda else low, N_("attention dropout mask")))
+        if shape.attention_dropout > 0:
+            scores.append((low, N_("attention after dropout")))
+        elif soft == full:
+            scores.append((low, N_("16-bit attention scores")))
+    return terms + [Term(1, "as²b", nbytes, what) for nbytes, what in scores]
+
+
+def _autocast_outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
+    """What lies outside the layers under autocast: fp32 embeddings and final norm, 16-bit head inputs,
+    the fp32 loss."""
+    cuda = settings.device == "cuda"
+    if shape.family == "llama":
+        return [
+            Term(2, "sbh", 4, N_("fp32 final norm")),
+            Term(1, "sb", 4, N_("norm statistics")),
+            Term(1, "sbh", 2, N_("16-bit head input")),
+            Term(1, "sbV", 4, N_("loss (fp32 log-softmax)")),
+        ]
+    mask = 1 if cuda else 4  # the embeddings are fp32
+    if shape.family == "gpt2":
+        terms = [
+            Term(1, "sbh", 4, N_("fp32 final norm")),
+            Term(2, "sb", 4, N_("norm statistics")),
+            Term(1, "sbh", 2, N_("16-bit head input")),
+            Term(1, "sbV", 4, N_("loss (fp32 log-softmax)")),
+        ]
+    else:
+        terms = [
+            Term(1, "sbh", 4, N_("fp32 embeddings norm")),
+            Term(2, "sb", 4, N_("norm statistics")),
+            Term(3 if shape.hidden_dropout > 0 else 2, "bh", 2, N_("pooler and classifier")),
+        ]
+        if shape.hidden_dropout > 0:
+            terms.append(Term(1, "bh", 1 if cuda else 2, N_("classifier dropout mask")))
+    if shape.hidden_dropout > 0:
+        terms.append(Term(1, "sbh", mask, N_("embedding dropout mask")))
+    return terms
+
+
+def weight_copies(shape: ModelShape, settings: Settings) -> dict[str, int]:
+    """Bytes of the 16-bit weight copies autocast saves for backward: 'layer' (one layer's), 'kept'
+    (what the forward leaves: every layer's and the head's; with checkpointing only the head's, the
+    layers' are cast again when they are recomputed). 0 outside autocast."""
+    if not autocast(settings):
+        return {"layer": 0, "kept": 0}
+    layer = 2 * shape.layer_weights
+    head = 2 * shape.head_weights
+    kept = head if settings.checkpointing else shape.layers * layer + head
+    return {"layer": layer, "kept": kept}
+
+
 def outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     """What lies outside the layers: embeddings, the head, the loss."""
+    if autocast(settings):
+        return _autocast_outside_terms(shape, settings)
     size = _bytes(settings)
     act, mask = size["act"], size["mask"]
     if shape.family == "llama":
@@ -411,15 +584,15 @@ def outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
 
 
 def checkpointed_layer_terms(shape: ModelShape, settings: Settings) -> list[Term]:
-    """With full recomputation a layer keeps only its input."""
-    return [Term(1, "sbh", _bytes(settings)["act"], N_("layer input"))]
+    """With full recomputation a layer keeps only its input (fp32 under autocast: the residual stream)."""
+    return [Term(1, "sbh", 4 if autocast(settings) else _bytes(settings)["act"], N_("layer input"))]
 
 
 def checkpointed_outside_terms(shape: ModelShape, settings: Settings) -> list[Term]:
     """Checkpointed GPT-2 with eager attention also keeps the causal mask it hands to every layer."""
     terms = outside_terms(shape, settings)
     if shape.family == "gpt2" and settings.attention == "eager":
-        terms.append(Term(1, "bs²", _bytes(settings)["act"], N_("causal mask")))
+        terms.append(Term(1, "bs²", 4 if autocast(settings) else _bytes(settings)["act"], N_("causal mask")))
     return terms
 
 
@@ -500,7 +673,15 @@ class Estimate(ShowsAsTable):
         return self.total <= memory_of(memory)
 
     def table(self) -> Table:
-        rows = [(_(line.name), format_bytes(line.nbytes), line.formula) for line in self.lines]
+        rows = []
+        for line in self.lines:
+            rows.append((_(line.name), format_bytes(line.nbytes), line.formula))
+            if line.name == "activations" and autocast(self.settings):
+                # the activations by type: what autocast keeps in fp32 and what in 16 bits
+                rows += [
+                    ("  " + _(kind), format_bytes(n), "")
+                    for kind, n in activations_by_type(self.model, self.settings).items()
+                ]
         rows.append((_("total"), format_bytes(self.total), ""))
         return Table(["memory", "bytes", "formula"], rows, title=describe(self))
 
@@ -511,6 +692,9 @@ class Estimate(ShowsAsTable):
             "lines": [asdict(line) for line in self.lines],
             "modelled_bytes": self.modelled,
             "total_bytes": self.total,
+            "autocast": autocast(self.settings),
+            "predicted": predicted(self.settings),
+            "activations_by_type": activations_by_type(self.model, self.settings),
         }
 
 
@@ -521,12 +705,12 @@ def describe(estimate: Estimate) -> str:
         s.precision
         if s.precision == "fp32"
         else (
-            phrase("{precision} mixed", precision=s.precision)
+            phrase("{precision} with fp32 master weights (ZeRO/Megatron)", precision=s.precision)
             if s.master_weights
-            else phrase("pure {precision}", precision=s.precision)
+            else phrase("{precision} autocast (torch.amp)", precision=s.precision)
         )
     )
-    return phrase(
+    described = phrase(
         "{model}: batch {batch} ({accumulation} x {micro}), sequence {seq}, {precision}, {optimizer}, "
         "{attention} attention, checkpointing {checkpointing}",
         model=estimate.model.name,
@@ -539,13 +723,21 @@ def describe(estimate: Estimate) -> str:
         attention=s.attention,
         checkpointing=_("on") if s.checkpointing else _("off"),
     )
+    if predicted(s):
+        described += " " + _(
+            "(predicted: CUDA's autocast rules from PyTorch's op lists, not yet measured on a GPU)"
+        )
+    return described
 
 
 def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
+    # torch.amp (autocast) keeps the weights, their gradients and the optimizer state in fp32 (its 16-bit
+    # weight copies are a line of their own); the ZeRO/Megatron scheme (master_weights) keeps 16-bit
+    # weights and gradients, an fp32 master copy the optimizer updates, and fp32 state.
     p, t = shape.parameters, shape.tensors
-    weight = 4 if settings.precision == "fp32" else 2
     master = settings.precision != "fp32" and settings.master_weights
-    state = 4 if (settings.precision == "fp32" or master) else 2
+    weight = 2 if master else 4
+    state = 4
     lines = [Line(N_("parameters"), weight * p, f"{weight} B × {format_number(p, ',')}")]
     if master:
         lines.append(Line(N_("fp32 master weights"), 4 * p, f"4 B × {format_number(p, ',')}"))
@@ -590,6 +782,23 @@ def activation_bytes(shape: ModelShape, settings: Settings) -> dict[str, int]:
     return {"layer": layer, "kept": shape.layers * layer + outside, "recomputed": 0}
 
 
+def activations_by_type(shape: ModelShape, settings: Settings) -> dict[str, int]:
+    """The activations the forward leaves for backward, by bytes an element: {"fp32": ..., "16-bit":
+    ..., "1-byte masks": ...} (the 16-bit weight copies are not among them)."""
+    dims = dimensions(shape, settings)
+    if settings.checkpointing:
+        terms = shape.layers * checkpointed_layer_terms(shape, settings) + checkpointed_outside_terms(
+            shape, settings
+        )
+    else:
+        terms = shape.layers * layer_terms(shape, settings) + outside_terms(shape, settings)
+    names = {4: N_("fp32"), 2: N_("16-bit"), 1: N_("1-byte masks")}
+    split: dict[str, int] = {}
+    for term in terms:
+        split[names[term.nbytes]] = split.get(names[term.nbytes], 0) + term.size(dims)
+    return split
+
+
 def estimate(model, settings: Settings | None = None, **options) -> Estimate:
     """The memory one training step of `model` needs, line by line, each with its formula.
 
@@ -614,10 +823,23 @@ def estimate(model, settings: Settings | None = None, **options) -> Estimate:
     lines.append(
         Line(N_("activations"), saved["kept"], f"{shape.layers} × ({per_layer}) + {_formula(outside)}")
     )
-    if settings.checkpointing:
+    copies = weight_copies(shape, settings)
+    if autocast(settings):
+        head = f"2 B × {format_number(shape.head_weights, ',')}"
         lines.append(
-            Line(N_("one layer recomputed"), saved["recomputed"], _formula(layer_terms(shape, settings)))
+            Line(
+                N_("16-bit weight copies"),
+                copies["kept"],
+                head
+                if settings.checkpointing
+                else f"{shape.layers} × 2 B × {format_number(shape.layer_weights, ',')} + {head}",
+            )
         )
+    if settings.checkpointing:
+        recomputed = _formula(layer_terms(shape, settings))
+        if copies["layer"]:
+            recomputed += f" + 2 B × {format_number(shape.layer_weights, ',')}"
+        lines.append(Line(N_("one layer recomputed"), saved["recomputed"] + copies["layer"], recomputed))
     modelled = sum(line.nbytes for line in lines)
     allowance = math.ceil(UNMODELLED_SHARE * modelled)
     formula = f"{format_number(UNMODELLED_SHARE, '.0%')} × {format_bytes(modelled)}"
@@ -803,13 +1025,13 @@ def mixed_precision(gpu) -> str:
 REMEDIES = (
     (N_("checkpointing"), {"checkpointing": True}),
     (N_("fused (SDPA) attention"), {"attention": "sdpa"}),
-    (N_("bf16 mixed precision"), {"precision": "bf16", "master_weights": True}),
+    (N_("bf16 mixed precision"), {"precision": "bf16", "master_weights": False}),
     (N_("an 8-bit AdamW"), {"optimizer": "adamw-8bit"}),
     (N_("SGD without momentum"), {"optimizer": "sgd"}),
 )
 FP16_REMEDY = (
     N_("fp16 mixed precision with a loss scaler (GradScaler)"),
-    {"precision": "fp16", "master_weights": True},
+    {"precision": "fp16", "master_weights": False},
 )
 
 
