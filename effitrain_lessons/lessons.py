@@ -135,6 +135,16 @@ LESSONS: tuple[Lesson, ...] = (
         questions=("q_choose_blocks", "q_predict_peak"),
         figures=("plot_peaks",),
     ),
+    Lesson(
+        "08",
+        "mixed_precision",
+        "08_mixed_precision",
+        "Mixed precision, measured",
+        "Karma hassasiyet, ölçerek",
+        minutes=45,
+        questions=("q_autocast_bytes",),
+        figures=("plot_saved_by_tokens", "plot_gradient_magnitudes"),
+    ),
 )
 
 

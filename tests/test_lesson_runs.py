@@ -62,6 +62,7 @@ ELSEWHERE: dict[str, dict[str, str]] = {
         "0.1": "a setting: BERT's dropout probability",
     },
     "07": {},
+    "08": {"2 %": "a setting: exercise 1's tolerance"},
 }
 
 UNITS = {
