@@ -52,7 +52,7 @@ def test_every_edition_is_a_step_and_all_are_expected_within_8_minutes(gpu_check
         *[f"notebooks/solutions/{name}" for name in learner],
         gpu_check.TURKISH_EDITION,
     ]
-    assert {step.part for step in planned} == {"lessons", "checkpointing", "planner"}
+    assert {step.part for step in planned} == {"lessons", "checkpointing", "planner", "autocast"}
     assert all(step.expected_s > 0 and step.needs for step in planned)
     assert sum(step.expected_s for step in planned) <= gpu_check.GOAL_S == 8 * 60
     assert all(path.exists() for step in planned for path in step.needs)
@@ -241,3 +241,40 @@ def test_the_report_keeps_what_lesson_7_printed_on_the_gpu(gpu_check):
     page = gpu_check.markdown(report)
     assert f"What {edition} printed on the GPU" in page and "Using cuda: NVIDIA H100" in page
     assert "printed on the GPU" not in gpu_check.markdown({**report, "rows": [{**lesson, "printed": []}]})
+
+
+@pytest.mark.parametrize("capability, precisions", [((8, 0), {"bf16", "fp16"}), ((7, 5), {"fp16"})])
+def test_the_autocast_part_tries_bf16_only_where_the_gpu_has_it(gpu_check, capability, precisions):
+    cases = gpu_check.autocast_cases(capability)
+    assert {case.precision for case in cases} == precisions
+    assert {(case.attention, case.checkpointing) for case in cases} == {
+        (attention, on) for attention in ("eager", "sdpa") for on in (False, True)
+    }
+    assert all(step.part == "autocast" for step in gpu_check.steps(capability)[-len(cases) :])
+
+
+def test_the_autocast_part_counts_what_autocast_saves_against_the_planner(gpu_check, tmp_path):
+    """At a tiny size on the CPU the planner's rules for the CPU are measured ones: the part's own
+    count must land on them (the weight copies to the byte), and the report shows the row."""
+    rows = []
+    for case in gpu_check.autocast_cases((8, 0))[:2]:  # BERT, eager, bf16, checkpointing off and on
+        row = gpu_check.autocast_step(case).run("cpu", True)
+        assert row["status"] == "ok"
+        assert row["measured_copies_bytes"] == row["planned_copies_bytes"] > 0
+        assert row["ratio"] == pytest.approx(1.0, abs=0.10)
+        rows.append({**row, "part": "autocast", "step": case.model})
+    text = gpu_check.markdown(
+        {
+            "gpu": "NVIDIA H100",
+            "gpu_memory_bytes": 80 * 2**30,
+            "capability": [9, 0],
+            "torch": "2.13.0",
+            "cuda": "12.8",
+            "transformers": "5.24.0",
+            "budget": 450.0,
+            "seconds": 10.0,
+            "rows": rows,
+        }
+    )
+    section = [line for line in text.split("## 4.")[1].splitlines() if line.startswith("| bert")]
+    assert len(section) == 2 and all(line.rstrip(" |").endswith("yes") for line in section)

@@ -18,6 +18,10 @@ Three parts, run in this order, each a list of steps:
    Chen et al.'s "about 30 % more time" and the CPU ratio the benchmarks measured.
 3. **planner**: lesson 6's estimate against the peak of real steps, BERT-base and GPT-2 small at real
    shapes (the grid of `cases()`).
+4. **autocast**: what one forward pass under `torch.autocast("cuda", ...)` saves for backward (16-bit
+   weight copies and activations, counted with lesson 8's saved-tensor hooks), in bf16 where the GPU
+   has it and in fp16, against the planner's CUDA rules (`plan.estimate(..., device="cuda")`), which
+   stay labelled predicted until this part has measured them (goal: within 10 %).
 
 Lesson 7's solution edition measures offload (`save_on_cpu`, to pinned memory on a GPU) and the peak
 of a step in its own cells: the report keeps what it printed.
@@ -48,6 +52,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from effitrain_lessons.mixed_precision.measure import saved_in_forward  # noqa: E402
 from effitrain_lessons.shared.device import synchronize  # noqa: E402
 from effitrain_lessons.shared.memory import format_bytes  # noqa: E402
 from effitrain_lessons.will_it_fit import plan  # noqa: E402
@@ -107,6 +112,13 @@ COLUMNS = (
     "within total",
     "seconds",
 )
+
+
+# Part 4: autocast's CUDA rules. (batch, seq) per model: one shape each, long enough that the
+# activations outweigh the weight copies.
+AUTOCAST_SHAPES = {"bert-base-uncased": (8, 512), "gpt2": (4, 1024)}
+AUTOCAST_GOAL = 0.10  # the planner's 16-bit figure within 10 % of what autocast saves
+AUTOCAST_EXPECTED_S = 1.0  # per row: one forward pass with saved-tensor hooks
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,12 +458,83 @@ def row(case: Case, peak: int | None, status: str, seconds: float) -> dict:
     }
 
 
+def autocast_cases(capability: tuple[int, int] | None = (8, 0)) -> list[Case]:
+    """Part 4's grid: each model at its shape, fp16 and (where the GPU has it) bf16, eager and SDPA,
+    with and without checkpointing."""
+    precisions = ("fp16",) if autocast_dtype(capability) == torch.float16 else ("bf16", "fp16")
+    return [
+        Case(model, batch, seq, precision, attention, checkpointing)
+        for model, (batch, seq) in AUTOCAST_SHAPES.items()
+        for attention in ATTENTIONS
+        for precision in precisions
+        for checkpointing in (False, True)
+    ]
+
+
+def autocast_step(case: Case) -> Step:
+    name = (
+        f"{case.model} b{case.batch} s{case.seq}, {case.precision} autocast, {case.attention}, "
+        f"checkpointing {'on' if case.checkpointing else 'off'}"
+    )
+
+    def run(device: str, tiny: bool) -> dict:
+        measured = dataclasses.replace(case, batch=1, seq=16) if tiny else case
+        size = TINY_SIZES[measured.model] if tiny else {}
+        key = (measured.model, measured.attention, tiny)
+        if key not in _built:
+            _built.clear()
+            _free(device)
+            _built[key] = plan.build(measured.model, attention=measured.attention, **size).to(device)
+        return autocast_row(_built[key], measured, device, size)
+
+    needs = [plan.CONFIG_DIR / f"{case.model}.json"]
+    return Step("autocast", name, AUTOCAST_EXPECTED_S, run, needs)
+
+
+def autocast_row(model: torch.nn.Module, case: Case, device: str = DEVICE, size: dict | None = None) -> dict:
+    """One row of part 4: what a forward pass under autocast on `device` saved for backward (weight
+    copies and activations apart) against the planner's rules for that device (`size`: the config
+    fields the model was built with, as the dry run's tiny models are)."""
+    if case.checkpointing:
+        model.activation_checkpointing_enable()  # gradient_checkpointing_enable before transformers 5
+    else:
+        model.activation_checkpointing_disable()
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[case.precision]
+    try:
+        log = saved_in_forward(model, batch_for(model, case.batch, case.seq, device), dtype, device)
+    except torch.cuda.OutOfMemoryError:
+        log = None
+    _free(device)
+    if log is None:
+        return {**dataclasses.asdict(case), "status": "out of memory"}
+    estimate = plan.estimate(
+        {**plan._read_config(case.model)[1], **(size or {})},
+        batch=case.batch,
+        seq=case.seq,
+        precision=case.precision,
+        attention=case.attention,
+        checkpointing=case.checkpointing,
+        device="cuda" if device == "cuda" else "cpu",
+    )
+    planned = estimate.bytes_of("activations") + estimate.bytes_of("16-bit weight copies")
+    return {
+        **dataclasses.asdict(case),
+        "measured_copies_bytes": log.copy_bytes,
+        "measured_activation_bytes": log.activation_bytes,
+        "planned_copies_bytes": estimate.bytes_of("16-bit weight copies"),
+        "planned_activation_bytes": estimate.bytes_of("activations"),
+        "ratio": log.total_bytes / planned if planned else None,
+        "status": "ok",
+    }
+
+
 def steps(capability: tuple[int, int] | None = (8, 0)) -> list[Step]:
     """Every step of the check, in the order it runs."""
     bench = _bench_times()
     planned = [lesson_step(path, bench.get(path.relative_to(ROOT).as_posix())) for path in editions()]
     planned += [study_step(settings) for settings in study_rows()]
     planned += [planner_step(case) for case in cases(capability)]
+    planned += [autocast_step(case) for case in autocast_cases(capability)]
     return planned
 
 
@@ -659,6 +742,7 @@ def markdown(report: dict) -> str:
             f"Measured / modelled from {min(ratios):.2f} to {max(ratios):.2f} over {len(ratios)} rows; "
             f"{within} of {len(ratios)} within the estimate's total.",
         ]
+    lines += _autocast_section([r for r in rows if r["part"] == "autocast" and "ratio" in r])
     left = [r for r in rows if r["status"] != "ok"]
     if left:
         lines += ["", "## Not run, or not ok", ""]
@@ -667,6 +751,42 @@ def markdown(report: dict) -> str:
             for r in left
         ]
     return "\n".join(lines) + "\n"
+
+
+def _autocast_section(rows: list[dict]) -> list[str]:
+    """Part 4 of the report: each row's measured and planned bytes, and whether it is within the goal."""
+    lines = [
+        "",
+        "## 4. What autocast saves on the GPU, against the planner's CUDA rules",
+        "",
+        'One forward pass under `torch.autocast("cuda", ...)`, its saved tensors counted with saved-tensor '
+        "hooks (`mixed_precision.measure.saved_in_forward`: each storage once, the parameters left out), "
+        'against `plan.estimate(..., device="cuda")`: its activations and 16-bit weight copies. '
+        f"Goal: within {AUTOCAST_GOAL:.0%}; a row within it settles the planner's predicted label for its "
+        "setting.",
+        "",
+        "| model | batch | seq | precision | attention | checkpointing | copies measured | copies planned "
+        "| activations measured | activations planned | measured / planned | within |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = r["ratio"]
+        cells = [
+            r["model"],
+            r["batch"],
+            r["seq"],
+            r["precision"],
+            r["attention"],
+            "on" if r["checkpointing"] else "off",
+            format_bytes(r["measured_copies_bytes"]),
+            format_bytes(r["planned_copies_bytes"]),
+            format_bytes(r["measured_activation_bytes"]),
+            format_bytes(r["planned_activation_bytes"]),
+            f"{ratio:.3f}" if ratio is not None else "",
+            ("yes" if abs(ratio - 1) <= AUTOCAST_GOAL else "no") if ratio is not None else "",
+        ]
+        lines.append("| " + " | ".join(str(cell) for cell in cells) + " |")
+    return lines
 
 
 def write_report(report: dict, out: Path) -> list[Path]:

@@ -291,6 +291,17 @@ def saved_bytes(module: torch.nn.Module, x: torch.Tensor, dtype: torch.dtype | N
     return log
 
 
+def saved_in_forward(
+    model: torch.nn.Module, inputs: Mapping, dtype: torch.dtype, device_type: str = "cpu"
+) -> SavedLog:
+    """What one forward pass `model(**inputs)` saves for backward under `torch.autocast(device_type,
+    dtype)`: its `copy_bytes` (16-bit weight copies) and `activation_bytes`, each storage once, the
+    parameters left out. The benchmarks, the tests and `make gpu-check` hold lesson 6's planner to it."""
+    with record_saved(model) as log, torch.autocast(device_type, dtype=dtype):
+        model(**inputs)
+    return log
+
+
 def saved_by_tokens(make_block, tokens, width: int, dtype: torch.dtype, device="cpu") -> dict[str, list[int]]:
     """For each count of `tokens`: what a block of `make_block()` saves for backward in fp32, and
     under autocast of `dtype` (its activations and its weight copies apart). Used by lesson 8's figure."""
