@@ -340,32 +340,13 @@ AUTOCAST_PRECISIONS = {0: ("bf16", "fp16")}
 
 
 def _saved_under_autocast(model, inputs: dict, dtype) -> dict[str, int]:
-    """Bytes saved for backward under `torch.autocast("cpu", dtype)` (saved-tensor hooks, each storage
-    once, the fp32 parameters left out), split into the 16-bit weight copies (a saved tensor equal to a
-    weight cast to `dtype`) and the activations."""
-    from effitrain_lessons.shared.memory import storage_key
+    """Bytes saved for backward under `torch.autocast("cpu", dtype)`, as lesson 08 counts them
+    (saved-tensor hooks, each storage once, the fp32 parameters left out), split into the 16-bit
+    weight copies and the activations."""
+    from effitrain_lessons.mixed_precision.measure import saved_in_forward
 
-    params = {storage_key(p) for p in model.parameters()}
-    casts = [p.detach().to(dtype) for p in model.parameters() if p.dim() == 2]
-    seen: dict = {}
-
-    def pack(tensor):
-        key = storage_key(tensor)
-        if key not in params and key not in seen:
-            copy = (
-                tensor.dtype == dtype
-                and tensor.dim() == 2
-                and any(c.shape == tensor.shape and torch.equal(c, tensor) for w in casts for c in (w, w.t()))
-            )
-            seen[key] = ("copies" if copy else "activations", tensor.untyped_storage().nbytes())
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype):
-        model(**inputs)
-    out = {"copies": 0, "activations": 0}
-    for kind, nbytes in seen.values():
-        out[kind] += nbytes
-    return out
+    log = saved_in_forward(model, inputs, dtype, "cpu")
+    return {"copies": log.copy_bytes, "activations": log.activation_bytes}
 
 
 def _amp_step_states(model, inputs: dict, dtype) -> int:

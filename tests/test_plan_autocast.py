@@ -9,7 +9,7 @@ import json
 import pytest
 import torch
 
-from effitrain_lessons.shared.memory import storage_key
+from effitrain_lessons.mixed_precision.measure import saved_in_forward
 from effitrain_lessons.will_it_fit import plan
 
 TOLERANCE = 0.10  # the issue's goal; the CPU rules are measured to well within it
@@ -51,32 +51,9 @@ def _inputs(config: dict, batch: int, seq: int) -> dict:
 
 def saved_under_autocast(model, inputs: dict, dtype) -> dict[str, int]:
     """Bytes autograd saves for backward under `torch.autocast("cpu", dtype)`, each storage once and
-    the fp32 parameters left out: {"weight copies": ..., "activations": ...}."""
-    params = {storage_key(p) for p in model.parameters()}
-    casts = [p.detach().to(dtype) for p in model.parameters() if p.dim() == 2]
-    seen: dict = {}
-
-    def pack(tensor):
-        key = storage_key(tensor)
-        if key not in params and key not in seen:
-            copy = (
-                tensor.dtype == dtype
-                and tensor.dim() == 2
-                and any(
-                    c.shape == tensor.shape and torch.equal(c, tensor)
-                    for cast in casts
-                    for c in (cast, cast.t())
-                )
-            )
-            seen[key] = ("weight copies" if copy else "activations", tensor.untyped_storage().nbytes())
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), torch.autocast("cpu", dtype):
-        model(**inputs)
-    out = {"weight copies": 0, "activations": 0}
-    for kind, nbytes in seen.values():
-        out[kind] += nbytes
-    return out
+    the fp32 parameters left out, as lesson 08 counts them: {"weight copies": ..., "activations": ...}."""
+    log = saved_in_forward(model, inputs, dtype, "cpu")
+    return {"weight copies": log.copy_bytes, "activations": log.activation_bytes}
 
 
 @pytest.mark.parametrize("checkpointing", [False, True], ids=["plain", "checkpointed"])
