@@ -54,6 +54,7 @@ RIGHT = {
         ["sum(2**i for i in choose_blocks(uneven, uneven_ids, uneven_targets, BUDGET))"],
     ),
     "q_predict_peak": ("07_checkpoint_your_own_model", ['predicted_peak_mib["batch 4"]']),
+    "q_autocast_bytes": ("08_mixed_precision", ["predicted_autocast_bytes(300, 48, 192)"]),
 }
 
 # (question, a plausible mistake): each reaches a different public sentence
@@ -238,6 +239,24 @@ WRONG = [
     ("q_predict_peak", 'predicted_peak_mib = {"batch 4": 2.56, "SGD": 2.3}\n'),
     ("q_predict_peak", 'predicted_peak_mib = {"batch 4": 0.87, "SGD": 1.74}\n'),
     ("q_predict_peak", "predicted_peak_mib = [5.12, 4.6]\n"),
+    # fp32's count, 4 bytes everywhere; the 16-bit weight copies forgotten; then doubled (4 bytes a
+    # weight, as if the copies were fp32); a size written out, not a number
+    (
+        "q_autocast_bytes",
+        "def predicted_autocast_bytes(tokens, width, hidden):\n"
+        "    return 4 * (tokens * (width + 4 * hidden) + 2 * width * hidden + hidden * hidden)\n",
+    ),
+    (
+        "q_autocast_bytes",
+        "def predicted_autocast_bytes(tokens, width, hidden):\n"
+        "    return 2 * tokens * (width + 4 * hidden)\n",
+    ),
+    (
+        "q_autocast_bytes",
+        "def predicted_autocast_bytes(tokens, width, hidden):\n"
+        "    return 2 * tokens * (width + 4 * hidden) + 4 * (2 * width * hidden + hidden * hidden)\n",
+    ),
+    ("q_autocast_bytes", 'def predicted_autocast_bytes(tokens, width, hidden):\n    return "0.6 MB"\n'),
 ]
 
 

@@ -223,6 +223,19 @@ def test_no_public_case_names_the_function_that_computes_its_reference(lesson):
                 assert "optimizer_steps_on_one_process" not in case.code, question.name
 
 
+MEASURED_AUTOCAST = """
+def predicted_autocast_bytes(tokens, width, hidden):
+    block = DeepMLP(width, hidden)
+    with record_saved(block) as log, torch.autocast("cpu", dtype=torch.bfloat16):
+        block(torch.randn(tokens, width, requires_grad=True))
+    return log.total_bytes
+"""
+
+
+def test_autocast_bytes_by_measuring_fails_every_case():
+    assert not any(cases_passed("08_mixed_precision", "q_autocast_bytes", MEASURED_AUTOCAST))
+
+
 # --- a public case is worth nothing to an answer that only has the right type -------------------
 
 WELL_TYPED = {
@@ -249,6 +262,7 @@ TIMED_PREDICTIONS = [
     (LESSON_01, "q_keep_matmuls", "predicted_kept_bytes"),
     ("02_checkpointing_with_trainer", "q_step_flops", "predicted_mflop"),
     (LESSON_03, "q_half_memory", "half_memory"),
+    ("08_mixed_precision", "q_autocast_bytes", "predicted_autocast_bytes"),
 ]
 
 SLOW = """

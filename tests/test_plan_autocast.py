@@ -119,7 +119,7 @@ def test_master_weights_names_the_zero_megatron_scheme():
         2 * p,
     ]
     assert zero.bytes_of("16-bit weight copies") == 0  # the weights are already 16-bit
-    assert "with fp32 master weights (ZeRO/Megatron)" in plan.describe(zero)
+    assert "with fp32 master weights (ZeRO)" in plan.describe(zero)
     assert not plan.autocast(zero.settings)
 
 

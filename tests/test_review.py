@@ -527,6 +527,22 @@ def test_tools_that_hide_work_from_the_measurement_are_flagged(source, flag):
             "x = effitrain_lessons.will_it_fit.plan.estimate(config)",
             "uses the course's own measurement (estimate)",
         ),
+        # lesson 08's prediction, measured: with the lesson's own import, then with the check's
+        (
+            "def predicted_autocast_bytes(tokens, width, hidden):\n"
+            "    block = DeepMLP(width, hidden)\n"
+            "    with record_saved(block) as log, torch.autocast('cpu', dtype=torch.bfloat16):\n"
+            "        block(torch.randn(tokens, width, requires_grad=True))\n"
+            "    return log.total_bytes\n",
+            "uses the course's own measurement (record_saved)",
+        ),
+        (
+            "from effitrain_lessons.mixed_precision.measure import saved_bytes\n\n"
+            "def predicted_autocast_bytes(tokens, width, hidden):\n"
+            "    x = torch.randn(tokens, width)\n"
+            "    return saved_bytes(DeepMLP(width, hidden), x, torch.bfloat16).total_bytes\n",
+            "uses the course's own measurement (saved_bytes)",
+        ),
     ],
 )
 def test_an_answer_computed_by_the_course_is_flagged(source, flag):

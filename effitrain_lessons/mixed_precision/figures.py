@@ -61,7 +61,7 @@ def plot_saved_by_tokens(measured: dict, title: str | None = None) -> Figure:
 # gid -> (label, value): fp16's two thresholds
 THRESHOLDS = {
     "fp16-smallest": (
-        N_("fp16's smallest value above 0: below it, zero"),
+        N_("fp16's smallest value above 0"),
         torch.finfo(torch.float16).tiny * 2**-10,
     ),
     "fp16-normal": (

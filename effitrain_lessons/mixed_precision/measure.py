@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
+from effitrain_lessons.shared.i18n import N_, _, format_number, nphrase, phrase
 from effitrain_lessons.shared.memory import storage_key
 from effitrain_lessons.shared.tables import ShowsAsTable, Table, format_bytes
 from effitrain_lessons.shared.timing import Times
@@ -61,7 +61,8 @@ class Roundtrips(ShowsAsTable):
             rows,
             notes=[
                 phrase(
-                    "each value is cast to the format and back to fp32; the last four rows are torch.finfo's"
+                    "each value is cast to the format and back to fp32; the last rows are torch.finfo's, "
+                    "and the smallest value above 0, found by halving"
                 )
             ],
         )
@@ -331,7 +332,7 @@ def _unique_bytes(tensors) -> int:
 
 @dataclass(frozen=True, repr=False)
 class HeldPerParameter(ShowsAsTable):
-    """Bytes a parameter holds in a torch.amp step (measured), beside ZeRO/Megatron's scheme (theirs)."""
+    """Bytes a parameter holds in a torch.amp step (measured), beside ZeRO's count (Rajbhandari et al.)."""
 
     parameters: int  # how many
     weights: int  # bytes of the model's weights
@@ -358,7 +359,7 @@ class HeldPerParameter(ShowsAsTable):
             [
                 "held",
                 "torch.amp, bytes a parameter (measured)",
-                "ZeRO and Megatron's scheme (as they describe it)",
+                "ZeRO's count (Rajbhandari et al., 2020)",
             ],
             rows,
             notes=[phrase("{n} parameters; each storage once", n=format_number(n, ","))],
@@ -383,7 +384,13 @@ def held_per_parameter(
                 "step, before zero_grad."
             )
         )
-    state = [t for s in optimizer.state.values() for t in s.values()]
+    # the moments: state tensors shaped as their parameter (AdamW's step counts are left out)
+    state = [
+        t
+        for p, s in optimizer.state.items()
+        for t in s.values()
+        if isinstance(t, torch.Tensor) and t.shape == p.shape
+    ]
     copies = [e for e in log.entries if e.role == "weight copy"]
     return HeldPerParameter(
         parameters=sum(p.numel() for p in weights),
@@ -399,18 +406,38 @@ def held_per_parameter(
 # 4. Loss scaling: the gradient values fp16 rounds to zero
 
 
+# Half fp16's smallest value above 0: an fp32 value at or below it rounds to 0 when cast to fp16.
+FP16_ROUNDS_TO_ZERO = torch.finfo(torch.float16).tiny * 2.0**-11
+
+
 @dataclass(frozen=True, repr=False)
 class ZeroedGradients(ShowsAsTable):
-    """For each setting: how many gradient values are zero where fp32's are not."""
+    """For each setting: how many gradient values are zero where fp32's are not, and how many of those
+    were large enough in fp32 that casting them to fp16 would not give 0 (they vanished on the way back)."""
 
-    counted: dict[str, tuple[int, int]]  # setting -> (zeroed, nonzero in fp32)
+    counted: dict[str, tuple[int, int, int]]  # setting -> (zeroed, nonzero in fp32, zeroed but large enough)
 
     def table(self) -> Table:
         rows = [
-            [_(name), format_number(zeroed, ","), format_number(of, ","), format_number(zeroed / of, ".1%")]
-            for name, (zeroed, of) in self.counted.items()
+            [
+                _(name),
+                format_number(zeroed, ","),
+                format_number(of, ","),
+                format_number(zeroed / of, ".1%") if of else "-",
+                f"{format_number(large, ',')} ({format_number(large / zeroed, '.0%')})" if zeroed else "0",
+            ]
+            for name, (zeroed, of, large) in self.counted.items()
         ]
-        return Table(["gradients", "zero where fp32's are not", "of", "share"], rows)
+        return Table(
+            [
+                "gradients",
+                "zero where fp32's are not",
+                "of",
+                "share",
+                "of them, large enough for fp16 in fp32",
+            ],
+            rows,
+        )
 
     def zeroed(self, name: str) -> int:
         return self.counted[name][0]
@@ -423,10 +450,11 @@ def _flat(gradients) -> torch.Tensor:
 
 def count_zeroed(reference, settings: Mapping[str, object]) -> ZeroedGradients:
     """Count, for each of `settings` (name -> gradients, as a dict or a list in the order of
-    `reference`), the values that are exactly zero where `reference` (fp32's gradients) is not.
-    Used by lesson 8."""
+    `reference`), the values that are exactly zero where `reference` (fp32's gradients) is not, and
+    how many of those are above `FP16_ROUNDS_TO_ZERO` in `reference`. Used by lesson 8."""
     ref = _flat(reference)
     nonzero = ref != 0
+    large = ref.abs() > FP16_ROUNDS_TO_ZERO
     counted = {}
     for name, gradients in settings.items():
         values = _flat(gradients)
@@ -439,7 +467,8 @@ def count_zeroed(reference, settings: Mapping[str, object]) -> ZeroedGradients:
                     want=ref.numel(),
                 )
             )
-        counted[name] = (int(((values == 0) & nonzero).sum()), int(nonzero.sum()))
+        zeroed = (values == 0) & nonzero
+        counted[name] = (int(zeroed.sum()), int(nonzero.sum()), int((zeroed & large).sum()))
     return ZeroedGradients(counted)
 
 
@@ -468,7 +497,13 @@ class PrecisionTimes(ShowsAsTable):
             ratio = self.times[name] / base
             rows.append([_(name), self.times[name].milliseconds(), str(ratio)])
         notes = [
-            phrase("{n} steps each, in turns, after a warm-up; {clock}", n=base.steps, clock=_clock(base))
+            nphrase(
+                "{n} step each, in turns, after a warm-up; {clock}",
+                "{n} steps each, in turns, after a warm-up; {clock}",
+                base.steps,
+                n=base.steps,
+                clock=_clock(base),
+            )
         ]
         instructions = cpu_bf16_instructions()
         if base.clock == "cpu" and instructions is not None:

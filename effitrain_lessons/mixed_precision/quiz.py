@@ -20,7 +20,7 @@ QUESTIONS: tuple[Question, ...] = (
         answer=0,
         why=N_(
             "bf16 keeps fp32's 8 exponent bits and gives up digits; fp16 keeps more digits but its "
-            "smallest value is about 6e-8, and smaller gradient values become zero."
+            "smallest value is about 6e-8, and values below half of it become zero."
         ),
     ),
     Question(

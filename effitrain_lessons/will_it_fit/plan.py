@@ -23,8 +23,9 @@ copy of every Linear weight for backward (a line of its own), and the activation
 leaves, some 16-bit (each Linear's cast input), some fp32 (the residual stream, the norms, the loss):
 the CPU's rules are measured (issue 47, within 1 % of saved-tensor hooks at real widths); CUDA's follow
 PyTorch's documented op lists with the same code and are labelled predicted (`predicted`).
-`master_weights=True` is the other scheme, ZeRO's and Megatron's: 16-bit weights and gradients, an fp32
-master copy and fp32 state (2 + 4 + 2 + 8).
+`master_weights=True` is the other scheme, ZeRO's (Rajbhandari et al. 2020): 16-bit weights and
+gradients, an fp32 master copy and fp32 state (2 + 4 + 2 + 8). Megatron-LM counts 18 or 20 bytes, as it
+also keeps fp32 gradients.
 """
 
 from __future__ import annotations
@@ -285,7 +286,7 @@ class Settings:
         default=False,
         metadata={
             "help": (
-                "with bf16/fp16: the ZeRO/Megatron scheme (16-bit weights and gradients, an fp32 master copy "
+                "with bf16/fp16: ZeRO's scheme (16-bit weights and gradients, an fp32 master copy "
                 "and fp32 optimizer state) instead of torch.autocast's (fp32 weights and gradients, 16-bit "
                 "copies of the weights)"
             )
@@ -705,7 +706,7 @@ def describe(estimate: Estimate) -> str:
         s.precision
         if s.precision == "fp32"
         else (
-            phrase("{precision} with fp32 master weights (ZeRO/Megatron)", precision=s.precision)
+            phrase("{precision} with fp32 master weights (ZeRO)", precision=s.precision)
             if s.master_weights
             else phrase("{precision} autocast (torch.amp)", precision=s.precision)
         )
@@ -732,7 +733,7 @@ def describe(estimate: Estimate) -> str:
 
 def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
     # torch.amp (autocast) keeps the weights, their gradients and the optimizer state in fp32 (its 16-bit
-    # weight copies are a line of their own); the ZeRO/Megatron scheme (master_weights) keeps 16-bit
+    # weight copies are a line of their own); ZeRO's scheme (master_weights) keeps 16-bit
     # weights and gradients, an fp32 master copy the optimizer updates, and fp32 state.
     p, t = shape.parameters, shape.tensors
     master = settings.precision != "fp32" and settings.master_weights
