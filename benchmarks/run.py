@@ -37,7 +37,7 @@ PART_KEYS = {
     "lessons": ("lessons", "lessons_total_s"),
     "busy": ("busy",),
     "techniques": ("activations", "segments", "local_sgd", "diloco"),
-    "plan": ("plan",),
+    "plan": ("plan", "sharding"),
     "startup": ("imports",),
     "grading": ("grading",),
 }
@@ -141,6 +141,7 @@ def figures(results: dict) -> dict[str, float]:
         if row.get("precision", "fp32") != "fp32":  # autocast rows (issue 47); fp32 keys as before
             key += f" {row['precision']} autocast"
         out[f"{key} ratio"] = row["ratio"]
+    out.update(sharding_figures(results.get("sharding", [])))
     for label, seconds in results.get("imports", {}).items():
         out[f"import {label} s"] = seconds
     grading = results.get("grading")
@@ -152,6 +153,67 @@ def figures(results: dict) -> dict[str, float]:
         for name, seconds in grading["lesson_mean_s"].items():
             out[f"grading lesson {name} mean_s"] = seconds
     return out
+
+
+def sharding_figures(rows: list[dict]) -> dict[str, float]:
+    """The sharding rows' ratios, planned over measured, under stable names."""
+    return {
+        f"sharding {row['model']} {row['gpus']} GPUs {row['sharding']} {line} ratio": row[f"{line}_ratio"]
+        for row in rows
+        for line in ("parameters", "gradients", "optimizer_state")
+    }
+
+
+def sharding_table(rows: list[dict]) -> list[str]:
+    """The planner per GPU against sharded processes (`techniques.plan_sharding_rows`)."""
+    if not rows:
+        return []
+    lines = [
+        "### Sharded: the planner per GPU against real processes",
+        "",
+        "`estimate(..., gpus=N, sharding=...)` against the most any of N processes (gloo on the CPU, "
+        "one AdamW step, fp32) holds once the step is over, from its own shards: data parallel (none), "
+        "`ZeroRedundancyOptimizer` (zero1), FSDP2 `fully_shard` with `reshard_after_forward=False` "
+        "(zero2) and `True` (zero3). Goal: within 10 %. The last column is ZeRO-2's whole parameters, "
+        "which FSDP2 holds from forward to backward on top of its shards.",
+        "",
+    ]
+    lines += table(
+        [
+            "model",
+            "GPUs",
+            "sharding",
+            "parameters measured / planned",
+            "gradients measured / planned",
+            "optimizer state measured / planned",
+            "ratios",
+            "within 10 %",
+            "gathered measured / planned",
+        ],
+        [
+            [
+                row["model"],
+                str(row["gpus"]),
+                row["sharding"],
+                *(
+                    f"{mib(row[f'{line}_measured'])} / {mib(row[f'{line}_planned'])}"
+                    for line in ("parameters", "gradients", "optimizer_state")
+                ),
+                " ".join(
+                    f"{row[f'{line}_ratio']:.3f}" for line in ("parameters", "gradients", "optimizer_state")
+                ),
+                "yes"
+                if all(
+                    abs(row[f"{line}_ratio"] - 1) <= 0.10
+                    for line in ("parameters", "gradients", "optimizer_state")
+                )
+                else "**no**",
+                f"{mib(row['gathered_measured'])} / {mib(row['gathered_planned'])}",
+            ]
+            for row in rows
+        ],
+    )
+    return lines + [""]
 
 
 def regressions(old: dict, new: dict) -> list[dict]:
@@ -586,6 +648,7 @@ def markdown(results: dict) -> str:
             ],
         )
         lines.append("")
+        lines += sharding_table(results.get("sharding", []))
     lines += [f"## {6 if results.get('plan') else 5}. Against the previous results", ""]
     previous = results.get("previous")
     if previous is None:
@@ -658,6 +721,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print("the planner against measurement ...", flush=True)
         results["plan"] = techniques.plan_anchor()
+        print("the planner per GPU against sharded processes ...", flush=True)
+        results["sharding"] = techniques.plan_sharding_rows()
     if "lessons" in parts:
         print("lessons ...", flush=True)
         results["lessons"] = bench_lessons(args.repeats, args.lessons)

@@ -418,3 +418,45 @@ def plan_autocast_rows() -> list[dict]:
                     rows.append(row)
                     del model
     return rows
+
+
+# The planner per GPU (`gpus`, `sharding`): (name, bundled model, config overrides). Narrow, a few
+# layers, the real vocabularies (30522 and 50257 rows do not split evenly in 4: FSDP2's chunks are uneven).
+SHARDING_SHAPES = [
+    (
+        "BERT-base shape, 2 layers, h=256",
+        "bert-base-uncased",
+        dict(num_hidden_layers=2, hidden_size=256, num_attention_heads=4, intermediate_size=1024),
+    ),
+    ("GPT-2 small shape, 2 layers, h=256", "gpt2", dict(n_layer=2, n_embd=256, n_head=4)),
+]
+SHARDING_LINES = {"parameters": "parameters", "gradients": "gradients", "optimizer_state": "optimizer state"}
+
+
+def plan_sharding_rows(batch: int = 2, seq: int = 64) -> list[dict]:
+    """The planner's per-GPU lines (`estimate(..., gpus=N, sharding=stage)`) against the most any of N
+    real processes holds after one AdamW step (`effitrain_lessons.shared.sharding`: data parallel,
+    ZeroRedundancyOptimizer, FSDP2 without and with resharding after forward), N = 2 and 4, fp32. Goal:
+    within 10 %. ZeRO-2's whole parameters, held from forward to backward, against what FSDP2 still
+    holds gathered once forward is done."""
+    from effitrain_lessons.shared.sharding import measure_sharding
+    from effitrain_lessons.will_it_fit import plan
+
+    rows = []
+    for name, bundled, overrides in SHARDING_SHAPES:
+        _, config = plan._read_config(bundled)
+        config = {**config, **overrides}
+        inputs = _plan_inputs(plan.build(config), batch, seq)
+        for gpus in (2, 4):
+            for stage in plan.SHARDINGS:
+                held = measure_sharding(lambda config=config: plan.build(config), inputs, stage, gpus)
+                planned = plan.estimate(config, batch=batch, seq=seq, device="cpu", gpus=gpus, sharding=stage)
+                row = {"model": name, "gpus": gpus, "sharding": stage}
+                for key, line in SHARDING_LINES.items():
+                    row[f"{key}_measured"] = held.most(key)
+                    row[f"{key}_planned"] = planned.bytes_of(line)
+                    row[f"{key}_ratio"] = planned.bytes_of(line) / held.most(key)
+                row["gathered_measured"] = held.gathered
+                row["gathered_planned"] = planned.bytes_of("whole parameters, forward to backward")
+                rows.append(row)
+    return rows

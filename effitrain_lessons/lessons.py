@@ -140,7 +140,7 @@ LESSONS: tuple[Lesson, ...] = (
         "mixed_precision",
         "08_mixed_precision",
         "Mixed precision, measured",
-        "Karma hassasiyet, ölçerek",
+        "Karma hassasiyeti ölçmek",
         minutes=45,
         questions=("q_autocast_bytes",),
         figures=("plot_saved_by_tokens", "plot_gradient_magnitudes"),

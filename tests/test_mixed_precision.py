@@ -267,7 +267,7 @@ def test_compare_saved_gives_each_log_as_a_share_of_the_first():
         "activations",
         "16-bit weight copies",
         "saved for backward",
-        "of fp32",
+        "of the first row",
     ]
     assert [row[4] for row in table.rows] == ["100%", "60%"]
     assert [row[2] for row in table.rows] == ["0.00 MiB", "0.06 MiB"]  # 4 x 64 x 256 bytes
@@ -461,7 +461,7 @@ def test_the_times_table_gives_each_ratio_to_the_first_and_names_the_clock(monke
     shown = mp.precision_times({"fp32": fast, "bf16": slow}, "a block")
     table = shown.table()
     assert table.title == "a block"
-    assert list(table.columns) == ["step", "time: median (middle half)", "against fp32"]
+    assert list(table.columns) == ["step", "time: median (middle half)", "against the first row"]
     assert [list(row) for row in table.rows] == [
         ["fp32", fast.milliseconds(), str(fast / fast)],
         ["bf16", slow.milliseconds(), str(slow / fast)],

@@ -35,6 +35,24 @@ def in_mib(n: float) -> str:
     return f"{format_number(n / 2**20, ',.2f')} MiB"
 
 
+# The labels lesson 8's cells give the ops, blocks, gradients and steps they measure (English; the
+# tables show them translated).
+LABELS = (
+    N_("Linear"),
+    N_("LayerNorm on fp32"),
+    N_("GELU on fp32"),
+    N_("GELU on 16 bits"),
+    N_("Softmax on 16 bits"),
+    N_("fp32"),
+    N_("autocast"),
+    N_("bf16"),
+    N_("fp16"),
+    N_("fp16 with GradScaler"),
+    N_("the tiny BERT (width 64)"),
+    N_("one MLP block of BERT-base's width, 256 tokens"),
+)
+
+
 # ---------------------------------------------------------------------------------------------
 # 1. What 16 bits keep
 
@@ -268,9 +286,8 @@ class SavedComparison(ShowsAsTable):
             ]
             for name, log in self.logs.items()
         ]
-        first = next(iter(self.logs))
         return Table(
-            ["forward pass", "activations", "16-bit weight copies", "saved for backward", "of " + first],
+            ["forward pass", "activations", "16-bit weight copies", "saved for backward", "of the first row"],
             rows,
         )
 
@@ -513,7 +530,7 @@ class PrecisionTimes(ShowsAsTable):
                 else phrase("this CPU has no bf16 instructions (avx512_bf16 or amx_bf16)")
             )
         return Table(
-            ["step", "time: median (middle half)", "against " + names[0]],
+            ["step", "time: median (middle half)", "against the first row"],
             rows,
             title=_(self.label) if self.label else None,
             notes=notes,

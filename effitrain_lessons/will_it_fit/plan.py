@@ -71,6 +71,8 @@ PRECISIONS = ("fp32", "bf16", "fp16")
 OPTIMIZERS = ("adamw", "adamw-8bit", "sgd", "sgd-momentum")
 ATTENTIONS = ("eager", "sdpa")
 DEVICES = ("cuda", "cpu")
+SHARDINGS = ("none", "zero1", "zero2", "zero3")  # as effitrain_lessons.shared.sharding measures them
+SHARDING_NAMES = {"zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
 FAMILIES = ("bert", "gpt2", "llama")
 
 # Not modelled, stated: the CUDA context and kernels (outside torch.cuda.max_memory_allocated), and a
@@ -104,6 +106,8 @@ class ModelShape:
     # for backward: one layer's, and the rest (pooler and classifier, or the language-model head)
     layer_weights: int = 0
     head_weights: int = 0
+    # (rows, elements) of every parameter tensor, in the model's order: how sharding cuts them
+    sizes: tuple[tuple[int, int], ...] = field(default=(), repr=False)
 
 
 def bundled_models() -> list[str]:
@@ -206,6 +210,7 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
         built = _builder(family).from_config(config)
     unique = {id(p): p for p in built.parameters()}  # tied weights (GPT-2's, Llama 3.2's) count once
     weights = _linear_weights(built)
+    sizes = tuple((p.shape[0] if p.dim() else 1, p.numel()) for p in unique.values())
     if family == "gpt2":
         hidden, heads = config.n_embd, config.n_head
         return ModelShape(
@@ -223,6 +228,7 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
             sum(p.numel() for p in unique.values()),
             len(unique),
             *weights,
+            sizes,
         )
     if family == "bert":
         dropouts = (config.hidden_dropout_prob, config.attention_probs_dropout_prob)
@@ -245,6 +251,7 @@ def _shape_of(name: str, config_json: str) -> ModelShape:
         sum(p.numel() for p in unique.values()),
         len(unique),
         *weights,
+        sizes,
     )
 
 
@@ -302,9 +309,22 @@ class Settings:
     )
     checkpointing: bool = field(default=False, metadata={"help": "recompute each layer in backward"})
     device: str = field(default="cuda", metadata={"help": "where it trains", "choices": DEVICES})
+    gpus: int = field(
+        default=1, metadata={"help": "GPUs training together, data parallel: each runs the batch set here"}
+    )
+    sharding: str = field(
+        default="none",
+        metadata={
+            "help": (
+                "with --gpus 2 or more: zero1 shards the optimizer state, zero2 also the gradients "
+                "(FSDP2, reshard_after_forward=False), zero3 also the parameters (reshard_after_forward=True)"
+            ),
+            "choices": SHARDINGS,
+        },
+    )
 
     def __post_init__(self) -> None:
-        whole_numbers(batch=self.batch, seq=self.seq, accumulation=self.accumulation)
+        whole_numbers(batch=self.batch, seq=self.seq, accumulation=self.accumulation, gpus=self.gpus)
         if self.batch % self.accumulation:
             raise ValueError(
                 phrase(
@@ -319,6 +339,7 @@ class Settings:
             ("optimizer", OPTIMIZERS),
             ("attention", ATTENTIONS),
             ("device", DEVICES),
+            ("sharding", SHARDINGS),
         ):
             if getattr(self, name) not in allowed:
                 raise ValueError(
@@ -330,8 +351,19 @@ class Settings:
                     )
                 )
 
+        if self.sharding != "none" and self.gpus < 2:
+            # one GPU has no one to share with: refused rather than quietly planned as unsharded
+            raise ValueError(
+                phrase(
+                    "{stage} shards across GPUs, and one GPU has nothing to share: give gpus 2 or more, "
+                    "or sharding none.",
+                    stage=SHARDING_NAMES[self.sharding],
+                )
+            )
+
     @property
     def micro_batch(self) -> int:
+        """Sequences in one micro-batch of one GPU (each GPU runs its own)."""
         return self.batch // self.accumulation
 
 
@@ -688,7 +720,7 @@ class Estimate(ShowsAsTable):
 
     def to_dict(self) -> dict:
         return {
-            "model": asdict(self.model),
+            "model": {key: value for key, value in asdict(self.model).items() if key != "sizes"},
             "settings": asdict(self.settings),
             "lines": [asdict(line) for line in self.lines],
             "modelled_bytes": self.modelled,
@@ -724,6 +756,12 @@ def describe(estimate: Estimate) -> str:
         attention=s.attention,
         checkpointing=_("on") if s.checkpointing else _("off"),
     )
+    if s.gpus > 1:
+        described += ", " + phrase(
+            "per GPU, {gpus} GPUs, {sharding}",
+            gpus=s.gpus,
+            sharding=SHARDING_NAMES.get(s.sharding) or _("data parallel"),
+        )
     if predicted(s):
         described += " " + _(
             "(predicted: CUDA's autocast rules from PyTorch's op lists, not yet measured on a GPU)"
@@ -731,28 +769,69 @@ def describe(estimate: Estimate) -> str:
     return described
 
 
+def _fsdp_shard(shape: ModelShape, gpus: int) -> int:
+    """Elements of the largest shard FSDP2 gives a GPU: each tensor cut on dim 0 into chunks of
+    ceil(rows / gpus) rows (`torch.chunk`), the first GPU's always a whole chunk."""
+    if not shape.sizes:
+        return math.ceil(shape.parameters / gpus)
+    return sum(math.ceil(rows / gpus) * (elements // rows) for rows, elements in shape.sizes)
+
+
+def _zero1_partition(shape: ModelShape, gpus: int) -> list[tuple[int, int]]:
+    """(elements, tensors) whose optimizer state each GPU keeps under ZeroRedundancyOptimizer: whole
+    tensors, largest first, each to the GPU with the fewest elements so far (the first such)."""
+    sizes = [elements for _rows, elements in shape.sizes] or [shape.parameters]
+    held = [[0, 0] for _ in range(gpus)]
+    for elements in sorted(sizes, reverse=True):
+        rank = min(range(gpus), key=lambda r: held[r][0])
+        held[rank][0] += elements
+        held[rank][1] += 1
+    return [(elements, tensors) for elements, tensors in held]
+
+
+def held_per_gpu(shape: ModelShape, settings: Settings) -> dict[str, int]:
+    """Elements the busiest GPU holds at the end of a step, as `effitrain_lessons.shared.sharding`
+    measures them: 'parameters', 'gradients', 'state' (the parameters whose optimizer state, and master
+    copy, it keeps) and 'tensors' (how many tensors those are)."""
+    p, t, n = shape.parameters, shape.tensors, settings.gpus
+    if settings.sharding == "none":
+        return {"parameters": p, "gradients": p, "state": p, "tensors": t}
+    if settings.sharding == "zero1":
+        per_state = {"adamw": 8, "adamw-8bit": 2, "sgd-momentum": 4, "sgd": 0}[settings.optimizer]
+        elements, tensors = max(
+            _zero1_partition(shape, n), key=lambda held: per_state * held[0] + 4 * held[1]
+        )
+        return {"parameters": p, "gradients": p, "state": elements, "tensors": tensors}
+    shard = _fsdp_shard(shape, n)
+    # FSDP2 keeps every parameter's AdamW step count, a plain tensor, on every GPU
+    return {"parameters": shard, "gradients": shard, "state": shard, "tensors": t}
+
+
 def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
     # torch.amp (autocast) keeps the weights, their gradients and the optimizer state in fp32 (its 16-bit
     # weight copies are a line of their own); ZeRO's scheme (master_weights) keeps 16-bit
-    # weights and gradients, an fp32 master copy the optimizer updates, and fp32 state.
-    p, t = shape.parameters, shape.tensors
+    # weights and gradients, an fp32 master copy the optimizer updates, and fp32 state. Sharded, each
+    # line is what the busiest GPU holds once the step is over (`held_per_gpu`); the master copy is
+    # sharded with the optimizer state.
+    held = held_per_gpu(shape, settings)
+    p, g, o, t = held["parameters"], held["gradients"], held["state"], held["tensors"]
     master = settings.precision != "fp32" and settings.master_weights
     weight = 2 if master else 4
     state = 4
     lines = [Line(N_("parameters"), weight * p, f"{weight} B × {format_number(p, ',')}")]
     if master:
-        lines.append(Line(N_("fp32 master weights"), 4 * p, f"4 B × {format_number(p, ',')}"))
-    lines.append(Line(N_("gradients"), weight * p, f"{weight} B × {format_number(p, ',')}"))
+        lines.append(Line(N_("fp32 master weights"), 4 * o, f"4 B × {format_number(o, ',')}"))
+    lines.append(Line(N_("gradients"), weight * g, f"{weight} B × {format_number(g, ',')}"))
     if settings.optimizer == "adamw":
         # two moments, and PyTorch's step count: one fp32 scalar tensor per parameter tensor
         lines.append(
             Line(
                 N_("optimizer state"),
-                2 * state * p + 4 * t,
+                2 * state * o + 4 * t,
                 phrase(
                     "2 × {state} B × {parameters:,} + 4 B × {tensors} tensors",
                     state=state,
-                    parameters=p,
+                    parameters=o,
                     tensors=t,
                 ),
             )
@@ -760,13 +839,24 @@ def _state_lines(shape: ModelShape, settings: Settings) -> list[Line]:
     elif settings.optimizer == "adamw-8bit":
         lines.append(
             Line(
-                N_("optimizer state"), 2 * p, phrase("2 × 1 B × {parameters:,} (8-bit moments)", parameters=p)
+                N_("optimizer state"), 2 * o, phrase("2 × 1 B × {parameters:,} (8-bit moments)", parameters=o)
             )
         )
     elif settings.optimizer == "sgd-momentum":
-        lines.append(Line(N_("optimizer state"), state * p, f"{state} B × {format_number(p, ',')}"))
+        lines.append(Line(N_("optimizer state"), state * o, f"{state} B × {format_number(o, ',')}"))
     else:
         lines.append(Line(N_("optimizer state"), 0, "0 (SGD)"))
+    if settings.sharding == "zero2":
+        # FSDP2 with reshard_after_forward=False keeps the whole parameters it gathered for forward
+        # until backward is done, on top of its shards (ZeRO-2 keeps whole parameters)
+        whole = shape.parameters
+        lines.append(
+            Line(
+                N_("whole parameters, forward to backward"),
+                weight * whole,
+                f"{weight} B × {format_number(whole, ',')}",
+            )
+        )
     return lines
 
 
@@ -806,8 +896,10 @@ def estimate(model, settings: Settings | None = None, **options) -> Estimate:
     `model`: a bundled name (`bundled_models()`), a config folder or file, or a config. `options`
     are `Settings` fields: batch (the effective batch), seq, accumulation, precision ("fp32",
     "bf16", "fp16"), master_weights, optimizer ("adamw", "adamw-8bit", "sgd", "sgd-momentum"),
-    attention ("eager", "sdpa"), checkpointing, device ("cuda", "cpu"). Used by lesson 6 and
-    `effitrain plan`.
+    attention ("eager", "sdpa"), checkpointing, device ("cuda", "cpu"), gpus and sharding ("none",
+    "zero1", "zero2", "zero3"). With gpus > 1 every line is per GPU: the activations those of the
+    GPU's own micro-batch, the parameters, gradients and optimizer state the most one GPU holds once
+    the step is over (`held_per_gpu`). Used by lesson 6 and `effitrain plan`.
     """
     settings = _settings(settings, options)
     shape = model_shape(model)
@@ -921,6 +1013,34 @@ def smallest_accumulation(model, memory, settings: Settings | None = None, **opt
     return None
 
 
+def fewest_gpus(
+    model,
+    gpu,
+    stages: tuple[str, ...] = ("zero1", "zero2", "zero3"),
+    most: int = 64,
+    settings: Settings | None = None,
+    **options,
+) -> dict[str, int | None]:
+    """For each sharding stage, the fewest GPUs of the kind `gpu` (a preset or a size), from 2 to
+    `most`, on which the step fits on every one of them; None where even `most` do not. Sharding cuts
+    the parameters, gradients and optimizer state, never a GPU's own activations."""
+    limit = memory_of(gpu)
+    settings = _settings(settings, options)
+    fewest: dict[str, int | None] = {}
+    for stage in stages:
+
+        def fits(n: int, stage=stage) -> bool:
+            return estimate(model, settings, gpus=n, sharding=stage).total <= limit
+
+        # FSDP2's shards never grow with more GPUs, so `most` failing settles it; ZeRO-1 gives out whole
+        # tensors, greedily, and is counted up from 2 whatever `most` says
+        if stage != "zero1" and not fits(most):
+            fewest[stage] = None
+        else:
+            fewest[stage] = next((n for n in range(2, most + 1) if fits(n)), None)
+    return fewest
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Whether a setup fits a GPU, and if not, which single change would make it fit."""
@@ -931,6 +1051,7 @@ class Verdict:
     remedies: tuple[tuple[str, Estimate], ...]  # (English description, the estimate with that change)
     largest_micro_batch: int
     bf16: bool = True  # whether the GPU computes in bf16 (`supports_bf16`)
+    sharded: tuple[tuple[str, int], ...] = ()  # (stage, fewest GPUs of this kind), where it does not fit
 
     @property
     def precision_note(self) -> str:
@@ -947,8 +1068,22 @@ class Verdict:
         return self.estimate.total <= self.memory
 
     def sentence(self) -> str:
-        note = self.precision_note
-        return f"{self._fit_sentence()} {note}" if note else self._fit_sentence()
+        said = [self._fit_sentence(), self.sharding_sentence(), self.precision_note]
+        return " ".join(part for part in said if part)
+
+    def sharding_sentence(self) -> str:
+        """Where the setup does not fit: how many GPUs of this kind fit it at each sharding stage;
+        else empty."""
+        if self.fits or not self.sharded:
+            return ""
+        return phrase(
+            "Or shard it across {gpu} GPUs: it fits on {stages}.",
+            gpu=self.gpu,
+            stages=", ".join(
+                phrase("{gpus} with {stage}", gpus=n, stage=SHARDING_NAMES[stage])
+                for stage, n in self.sharded
+            ),
+        )
 
     def _fit_sentence(self) -> str:
         used = phrase(
@@ -982,6 +1117,7 @@ class Verdict:
             "mixed_precision": "bf16" if self.bf16 else "fp16",
             "total_bytes": self.estimate.total,
             "largest_micro_batch": self.largest_micro_batch,
+            "fewest_gpus": dict(self.sharded),
             "remedies": [
                 {
                     "change": _(text).format(**values(remedy)),
@@ -1049,7 +1185,8 @@ def remedies_for(gpu) -> tuple[tuple[str, dict], ...]:
 def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
     """Does `settings` fit `gpu` (a preset or a size)? If not, the single changes that would make it fit:
     each lever of `remedies_for(gpu)` (16-bit mixed precision in the type the GPU has), and the smallest
-    gradient accumulation. A setup in bf16 on a GPU without it gets a note (`Verdict.precision_note`)."""
+    gradient accumulation; and the fewest GPUs of this kind that fit it at each sharding stage
+    (`fewest_gpus`). A setup in bf16 on a GPU without it gets a note (`Verdict.precision_note`)."""
     settings = _settings(settings, options)
     memory = memory_of(gpu)
     base = estimate(model, settings)
@@ -1068,8 +1205,17 @@ def verdict(model, gpu, settings: Settings | None = None, **options) -> Verdict:
                     estimate(model, settings, accumulation=k),
                 )
             )
+    sharded = ()
+    if base.total > memory:
+        sharded = tuple((stage, n) for stage, n in fewest_gpus(model, gpu, settings=settings).items() if n)
     presets = {preset.lower(): preset for preset in GPUS}
     name = presets.get(str(gpu).lower(), gpu if isinstance(gpu, str) else format_bytes(memory))
     return Verdict(
-        name, memory, base, tuple(remedies), largest_micro_batch(model, memory, settings), supports_bf16(gpu)
+        name,
+        memory,
+        base,
+        tuple(remedies),
+        largest_micro_batch(model, memory, settings),
+        supports_bf16(gpu),
+        sharded,
     )
