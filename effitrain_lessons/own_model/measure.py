@@ -24,15 +24,12 @@ from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
-from torch.multiprocessing.reductions import StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten
 
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.data import load_mrpc, load_tokenizer
 from effitrain_lessons.shared.device import synchronize
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
-from effitrain_lessons.shared.memory import SavedTensorLog, storage_key
+from effitrain_lessons.shared.memory import LiveStorages, SavedTensorLog
 from effitrain_lessons.shared.tables import ShowsAsLines, ShowsAsTable, Table, format_flops
 from effitrain_lessons.shared.timing import REPEATS, WARMUP, Times, time_alternating
 from effitrain_lessons.shared.tracing import trace_step
@@ -307,33 +304,6 @@ def packed_bytes(log: SavedTensorLog) -> PackedBytes:
 # The peak of a step
 
 
-class _LiveStorages(TorchDispatchMode):
-    """Counts the bytes of every storage an op makes while it is active, until it is freed, and the peak."""
-
-    def __init__(self, before: Iterable[torch.Tensor]) -> None:
-        super().__init__()
-        self.known = {storage_key(tensor) for tensor in before}
-        self.live: dict[tuple[str, int], tuple[StorageWeakRef, int]] = {}
-        self.now = self.peak = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        self._forget_freed()
-        for tensor in tree_flatten(out)[0]:
-            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
-                storage = tensor.untyped_storage()
-                key = storage_key(tensor)
-                if key not in self.live and key not in self.known and storage.nbytes():
-                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
-                    self.now += storage.nbytes()
-        self.peak = max(self.peak, self.now)
-        return out
-
-    def _forget_freed(self) -> None:
-        for key in [key for key, (ref, _size) in self.live.items() if ref.expired()]:
-            self.now -= self.live.pop(key)[1]
-
-
 def peak_bytes(
     step: Callable[[], object], device: torch.device | str = "cpu", held: Iterable[torch.Tensor] = ()
 ) -> int:
@@ -349,7 +319,7 @@ def peak_bytes(
         step()
         synchronize(device)
         return torch.cuda.max_memory_allocated(device) - before
-    with _LiveStorages(held) as counter:
+    with LiveStorages(held) as counter:
         step()
     return counter.peak
 

@@ -530,16 +530,14 @@ def _collected(per_rank: list[list[dict]], count: int) -> list[list[ProcessRepor
     return [[ProcessReport(**reports[i]) for reports in per_rank] for i in range(count)]
 
 
-class measuring:
-    """The package's part of a launch with Accelerate's own `notebook_launcher`:
+class Launching:
+    """The package's part of a launch with Accelerate's own `notebook_launcher`, whatever each process
+    runs: a lesson's subclass says what (`_job`, returning a list of JSON-able reports) and what to
+    make of every process's reports (`_collect`, given them in rank order).
 
-        with measuring(configs, train, timeout=600) as measured:
+        with SomeLaunch(..., timeout=600) as measured:
             notebook_launcher(measured, num_processes=2, use_port=measured.port)
-        runs = measured.runs
 
-    `measured` is the function each process runs: every configuration in turn, `train` measured by
-    `measured_run`, each process's reports written to a folder. Leaving the block collects them into
-    `runs` (one list of `ProcessReport` per configuration, rank order), as `launch` returns them.
     What `notebook_launcher` does not do, this does: each process stops itself once `timeout`
     seconds have passed since the block began (the launcher then stops the others); a failure or a
     timeout becomes one sentence with the end of the processes' logs; no process outlives the block.
@@ -547,24 +545,30 @@ class measuring:
     2 processes are forked as `launch` does, and one line says so.
     """
 
-    def __init__(self, configs: list[RunConfig], loop=None, timeout: float = 300.0):
-        self.configs, self.loops = _configs_and_loops(configs, loop)
+    def __init__(self, timeout: float = 300.0, cpu: bool = True):
         self.timeout = timeout
+        self.cpu = cpu
         self.port = str(free_port())  # notebook_launcher's default port is fixed: two launches would meet
-        self.runs: list[list[ProcessReport]] | None = None
         self._folder: Path | None = None
+
+    def _prepare(self) -> None:
+        """Load, here and once, what every process reads: the forked processes share it."""
+
+    def _job(self) -> list:
+        raise NotImplementedError
+
+    def _collect(self, per_rank: list[list]) -> None:
+        raise NotImplementedError
 
     def __enter__(self):
         import logging
 
         from accelerate.state import AcceleratorState
 
-        from effitrain_lessons.shared.data import tokenized_mrpc
-
         # notebook_launcher refuses to start while this process holds an Accelerator (lesson 4
         # builds one in the notebook itself); the processes start from a clean state anyway.
         AcceleratorState._reset_state(True)
-        self._splits = tokenized_mrpc()  # loaded once, here: the forked processes share it
+        self._prepare()
         preload()  # and the modules every process imports: shared pages, not a copy in each
         self._folder = Path(tempfile.mkdtemp(prefix="effitrain-launch-"))
         self._parent = os.getpid()
@@ -578,20 +582,16 @@ class measuring:
         import accelerate.launchers
 
         self._device_type = accelerate.launchers.get_current_device_type
-        if all(config.cpu for config in self.configs):
+        if self.cpu:
             accelerate.launchers.get_current_device_type = lambda: ("cpu", "MULTI_CPU")
-        self.runs = None
 
         def measured(*args) -> None:
-            """What each process runs: every configuration, measured (see `measuring`)."""
+            """What each process runs: the launch's job, measured (see `Launching`)."""
             self._run_here(*args)
 
-        measured.port, measured.runs = self.port, None
+        measured.port = self.port
         self._measured = measured
         return measured
-
-    def _job(self) -> list[dict]:
-        return _measured_reports(self.configs, self.loops, self._splits)
 
     def _run_here(self, *args) -> None:
         if os.getpid() == self._parent:  # the launcher ran it here: fork the processes ourselves
@@ -655,7 +655,7 @@ class measuring:
             forked = getattr(self, "_forked", None)
             if forked is not None:
                 self._forked = None
-                self.runs = self._measured.runs = _collected(forked, len(self.configs))
+                self._collect(forked)
                 return False
             written = sorted(folder.glob("rank*.json"))
             per_rank = [json.loads(path.read_text(encoding="utf-8")) for path in written]
@@ -667,8 +667,7 @@ class measuring:
                     )
                 )
             ranked = sorted(zip([int(path.stem[4:]) for path in written], per_rank))
-            self.runs = _collected([each["reports"] for _rank, each in ranked], len(self.configs))
-            self._measured.runs = self.runs
+            self._collect([each["reports"] for _rank, each in ranked])
             return False
         finally:
             import accelerate.launchers
@@ -686,6 +685,42 @@ class measuring:
                 continue  # not ours (any more)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+
+
+class measuring(Launching):
+    """A launch of a lesson's own training loop with Accelerate's own `notebook_launcher` (lessons 4, 5):
+
+        with measuring(configs, train, timeout=600) as measured:
+            notebook_launcher(measured, num_processes=2, use_port=measured.port)
+        runs = measured.runs
+
+    `measured` is the function each process runs: every configuration in turn, `train` measured by
+    `measured_run`, each process's reports written to a folder. Leaving the block collects them into
+    `runs` (one list of `ProcessReport` per configuration, rank order), as `launch` returns them.
+    The rest (time limit, failures in one sentence, no process left behind) is `Launching`'s.
+    """
+
+    def __init__(self, configs: list[RunConfig], loop=None, timeout: float = 300.0):
+        self.configs, self.loops = _configs_and_loops(configs, loop)
+        super().__init__(timeout, cpu=all(config.cpu for config in self.configs))
+        self.runs: list[list[ProcessReport]] | None = None
+
+    def _prepare(self) -> None:
+        from effitrain_lessons.shared.data import tokenized_mrpc
+
+        self._splits = tokenized_mrpc()
+        self.runs = None
+
+    def __enter__(self):
+        measured = super().__enter__()
+        measured.runs = None
+        return measured
+
+    def _job(self) -> list[dict]:
+        return _measured_reports(self.configs, self.loops, self._splits)
+
+    def _collect(self, per_rank: list[list[dict]]) -> None:
+        self.runs = self._measured.runs = _collected(per_rank, len(self.configs))
 
 
 def launch(

@@ -10,11 +10,14 @@ parameters and buffers left out (they live in memory whether or not we checkpoin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
+from torch.multiprocessing.reductions import StorageWeakRef
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 from torch.utils.flop_counter import FlopCounterMode
 
 from effitrain_lessons.shared.device import synchronize
@@ -420,3 +423,32 @@ def training_memory(
         optimizer_state=_unique_bytes(state),
         activations=log.total_bytes,
     )
+
+
+class LiveStorages(TorchDispatchMode):
+    """Counts the bytes of every storage an op makes while it is active, until it is freed, and the peak
+    (`now`, `peak`); storages behind the tensors `before` are never counted. Lesson 7's `peak_bytes`
+    and lesson 9's per-process watch count with it."""
+
+    def __init__(self, before: Iterable[torch.Tensor]) -> None:
+        super().__init__()
+        self.known = {storage_key(tensor) for tensor in before}
+        self.live: dict[tuple[str, int], tuple[StorageWeakRef, int]] = {}
+        self.now = self.peak = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self._forget_freed()
+        for tensor in tree_flatten(out)[0]:
+            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
+                storage = tensor.untyped_storage()
+                key = storage_key(tensor)
+                if key not in self.live and key not in self.known and storage.nbytes():
+                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
+                    self.now += storage.nbytes()
+        self.peak = max(self.peak, self.now)
+        return out
+
+    def _forget_freed(self) -> None:
+        for key in [key for key, (ref, _size) in self.live.items() if ref.expired()]:
+            self.now -= self.live.pop(key)[1]
