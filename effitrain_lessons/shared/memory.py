@@ -425,30 +425,72 @@ def training_memory(
     )
 
 
+def plain_tensors(value) -> list[torch.Tensor]:
+    """The tensors in `value` (nested lists, tuples, dicts), a tensor subclass that wraps others (a
+    DTensor: its local shard) by the tensors it wraps."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    found = []
+    for tensor in tree_flatten(value)[0]:
+        if not isinstance(tensor, torch.Tensor):
+            continue
+        if is_traceable_wrapper_subclass(tensor):
+            names, _context = tensor.__tensor_flatten__()
+            found += plain_tensors([getattr(tensor, name) for name in names])
+        else:
+            found.append(tensor)
+    return found
+
+
 class LiveStorages(TorchDispatchMode):
     """Counts the bytes of every storage an op makes while it is active, until it is freed, and the peak
-    (`now`, `peak`); storages behind the tensors `before` are never counted. Lesson 7's `peak_bytes`
-    and lesson 9's per-process watch count with it."""
+    (`now`, `peak`); storages behind the tensors `before` are never counted. A storage resized in
+    place (FSDP2 frees and refills its whole parameters so, with `UntypedStorage.resize_`) counts at
+    its size now. Lesson 7's `peak_bytes` and lesson 9's per-process watch count with it."""
 
     def __init__(self, before: Iterable[torch.Tensor]) -> None:
         super().__init__()
-        self.known = {storage_key(tensor) for tensor in before}
-        self.live: dict[tuple[str, int], tuple[StorageWeakRef, int]] = {}
+        self.known = {tensor.untyped_storage()._cdata for tensor in plain_tensors(list(before))}
+        self.live: dict[int, list] = {}  # each storage by its identity (views share it): [weak ref, size]
         self.now = self.peak = 0
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         self._forget_freed()
-        for tensor in tree_flatten(out)[0]:
-            if isinstance(tensor, torch.Tensor) and tensor.device.type != "meta":
-                storage = tensor.untyped_storage()
-                key = storage_key(tensor)
-                if key not in self.live and key not in self.known and storage.nbytes():
-                    self.live[key] = (StorageWeakRef(storage), storage.nbytes())
-                    self.now += storage.nbytes()
+        for tensor in plain_tensors(out):
+            if tensor.device.type == "meta":
+                continue
+            storage = tensor.untyped_storage()
+            key = storage._cdata
+            if key not in self.live and key not in self.known:
+                self.live[key] = [StorageWeakRef(storage), storage.nbytes()]
+                self.now += storage.nbytes()
         self.peak = max(self.peak, self.now)
         return out
 
     def _forget_freed(self) -> None:
         for key in [key for key, (ref, _size) in self.live.items() if ref.expired()]:
             self.now -= self.live.pop(key)[1]
+
+    def _resized(self, storage) -> None:
+        entry = self.live.get(storage._cdata)
+        if entry is not None:
+            self.now += storage.nbytes() - entry[1]
+            entry[1] = storage.nbytes()
+            self.peak = max(self.peak, self.now)
+
+    def __enter__(self):
+        original = self._original_resize = torch.UntypedStorage.resize_
+        counter = self
+
+        def resize_(storage, size):
+            out = original(storage, size)
+            counter._resized(storage)
+            return out
+
+        torch.UntypedStorage.resize_ = resize_
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        torch.UntypedStorage.resize_ = self._original_resize
+        return super().__exit__(*exc)

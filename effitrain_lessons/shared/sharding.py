@@ -119,7 +119,9 @@ def blocks_of(model: torch.nn.Module) -> list[torch.nn.Module]:
     return list(largest)
 
 
-def _held(model: torch.nn.Module, optimizer) -> tuple[int, int, int]:
+def held_by(model: torch.nn.Module, optimizer) -> tuple[int, int, int]:
+    """The bytes of parameters, gradients and optimizer state this process holds itself (a DTensor by
+    its local shard; ZeroRedundancyOptimizer by the state of its own parameters)."""
     weights = list({id(p): p for p in model.parameters()}.values())
     gradients = sum(local_bytes(p.grad) for p in weights if p.grad is not None)
     # ZeroRedundancyOptimizer keeps its own process's state in the optimizer it wraps
@@ -165,7 +167,7 @@ def _step(build_model: Callable, inputs: dict, stage: str) -> list[dict]:
                 dist.all_reduce(p.grad)
                 p.grad /= world
     optimizer.step()
-    parameters, gradients, state = _held(model, optimizer)
+    parameters, gradients, state = held_by(model, optimizer)
     return [
         {
             "rank": rank,
