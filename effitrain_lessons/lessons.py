@@ -145,6 +145,16 @@ LESSONS: tuple[Lesson, ...] = (
         questions=("q_autocast_bytes",),
         figures=("plot_saved_by_tokens", "plot_gradient_magnitudes"),
     ),
+    Lesson(
+        "09",
+        "sharding",
+        "09_sharding",
+        "Sharding: what checkpointing cannot shrink",
+        "Bölüştürmek: checkpointing'in küçültemediği",
+        minutes=45,
+        questions=("q_sharded_most",),
+        figures=("plot_per_process",),
+    ),
 )
 
 

@@ -35,7 +35,7 @@ from torch.utils._pytree import tree_flatten
 
 from effitrain_lessons.shared.distributed_runs import Launching, Link
 from effitrain_lessons.shared.i18n import N_, _, format_number, phrase
-from effitrain_lessons.shared.memory import LiveStorages
+from effitrain_lessons.shared.memory import LiveStorages, plain_tensors
 from effitrain_lessons.shared.sharding import held_by
 from effitrain_lessons.shared.tables import Table, format_bytes
 
@@ -101,6 +101,7 @@ class StepCounts:
     calls: list = field(default_factory=list)  # [kind, bytes] of the last step
     losses: list = field(default_factory=list)
     probe_loss: float | None = None  # the loss on the probe batch, after everything
+    optimizer_sum: float = 0.0  # |every value of the optimizer's moments|, summed over all processes
 
     @property
     def states(self) -> int:
@@ -110,6 +111,23 @@ class StepCounts:
 def _share(batch: Mapping[str, torch.Tensor], rank: int, world: int) -> dict[str, torch.Tensor]:
     """This process's rows of `batch`: data parallel gives each process its own."""
     return {name: rows[rank::world] for name, rows in batch.items()}
+
+
+def _state_sum(optimizer) -> float:
+    """The size of every value of the optimizer's state tensors this process holds, summed, then summed
+    over the processes: equal for one state however it is split."""
+    import torch.distributed as dist
+
+    state = getattr(optimizer, "optim", optimizer).state
+    total = torch.zeros((), dtype=torch.float64)
+    for values in state.values():
+        for value in values.values():
+            # AdamW's moments, not its step counts: those are whole in every process
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                for local in plain_tensors(value):
+                    total += local.double().abs().sum()
+    dist.all_reduce(total)
+    return total.item()
 
 
 def sharded_steps(
@@ -140,6 +158,7 @@ def sharded_steps(
             model, optimizer = setup(build_model())
             if before is not None:
                 before(model, optimizer)
+            counts.parameters, counts.gradients, counts.optimizer_state = held_by(model, optimizer)
             sharded = any(isinstance(p, DTensor) for p in model.parameters())
             for _step in range(steps):
                 watch.start_step()
@@ -157,11 +176,13 @@ def sharded_steps(
                 optimizer.zero_grad(set_to_none=True)
             if after is not None:
                 after(model, optimizer)
+        counts.optimizer_sum = _state_sum(optimizer)
         if probe is not None:
             with torch.no_grad():
                 counts.probe_loss = model(**probe)["loss"].item()
         reports.append(asdict(counts))
-        del model, optimizer, loss
+        del model, optimizer
+        loss = None
         gc.collect()
         dist.barrier()
     return reports
@@ -275,7 +296,8 @@ class Sharded:
         """For the figure: per setup, each process's parameters, gradients and optimizer state."""
         return {
             f"{run[0].setup} ({run[0].num_processes})": {
-                what: [getattr(c, what) for c in run] for what in ("parameters", "gradients", "optimizer_state")
+                what: [getattr(c, what) for c in run]
+                for what in ("parameters", "gradients", "optimizer_state")
             }
             for run in self.runs
         }
@@ -290,11 +312,15 @@ class Sharded:
             n = first.num_processes
             calls = [(kind, nbytes) for kind, nbytes in first.calls]
             counts = ", ".join(
-                f"{sum(1 for k, _b in calls if k == kind)} {_(kind)}" for kind in KINDS if any(k == kind for k, _b in calls)
+                f"{sum(1 for k, _b in calls if k == kind)} {_(kind)}"
+                for kind in KINDS
+                if any(k == kind for k, _b in calls)
             )
             sent = sum(nbytes * ring_share(kind, n) for kind, nbytes in calls)
             times = [
-                format_number(1000 * sum(link.seconds(nbytes * ring_share(kind, n)) for kind, nbytes in calls), ".0f")
+                format_number(
+                    1000 * sum(link.seconds(nbytes * ring_share(kind, n)) for kind, nbytes in calls), ".0f"
+                )
                 for link in links.values()
             ]
             rows.append((_(first.setup), n, counts or "-", len(calls), format_bytes(sent), *times))
@@ -338,3 +364,50 @@ class Sharded:
                 )
             ],
         )
+
+
+def state_table(model: torch.nn.Module, optimizer) -> Table:
+    """What this process holds after a step, part by part, and per parameter."""
+    count = sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+    parts = dict(zip(LABELS_STATE, held_by(model, optimizer)))
+    rows = [(_(part), format_bytes(n), format_number(n / count, ".2f")) for part, n in parts.items()]
+    total = sum(parts.values())
+    rows.append((_("together"), format_bytes(total), format_number(total / count, ".2f")))
+    return Table(
+        [N_("part"), N_("bytes"), N_("bytes per parameter")],
+        rows,
+        title=phrase("One process, after an AdamW step: {count:,} parameters", count=count),
+    )
+
+
+LABELS_STATE = (N_("parameters"), N_("gradients"), N_("optimizer state"))
+
+
+def reloaded(saved: Sharded, loaded: Sharded) -> Table:
+    """A sharded checkpoint saved by one launch and loaded by another: in each process, what it holds
+    and its loss on the probe batch, and every optimizer state value summed over the processes."""
+    rows = []
+    for name, result in ((N_("saved"), saved), (N_("loaded"), loaded)):
+        for counts in result.runs[0]:
+            rows.append(
+                (
+                    _(name),
+                    f"{counts.rank} / {counts.num_processes}",
+                    format_bytes(counts.parameters),
+                    format_bytes(counts.optimizer_state),
+                    format_number(counts.probe_loss, ".6f"),
+                    format_number(counts.optimizer_sum, ".6g"),
+                )
+            )
+    return Table(
+        [
+            N_("checkpoint"),
+            N_("process"),
+            N_("parameters"),
+            N_("optimizer state"),
+            N_("loss on the probe batch"),
+            N_("sum of |AdamW's moments|, all processes"),
+        ],
+        rows,
+        title=N_("A sharded checkpoint, saved by one number of processes and loaded by another"),
+    )

@@ -45,7 +45,14 @@ import torch
 
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.i18n import _, format_number, phrase
-from effitrain_lessons.shared.processes import end_processes, free_port, log_tail, preload, start_workers
+from effitrain_lessons.shared.processes import (
+    end_processes,
+    free_port,
+    log_tail,
+    preload,
+    start_workers,
+    write_to_log,
+)
 from effitrain_lessons.shared.timing import WARMUP, Ratio, Times
 
 
@@ -608,8 +615,7 @@ class Launching:
         folder = self._folder
         (folder / f"pid{rank}").write_text(str(os.getpid()))
         log = open(folder / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
-        sys.stdout = sys.stderr = log
-        os.dup2(log.fileno(), 2)
+        write_to_log(log)
 
         def stop_when_late():
             time.sleep(max(0.0, self._deadline - time.monotonic()))

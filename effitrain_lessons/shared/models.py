@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transformers import BertConfig, BertForSequenceClassification
+from transformers import BertConfig, BertForSequenceClassification, GPT2Config, GPT2LMHeadModel
 
 from effitrain_lessons.shared.arguments import whole_numbers
 from effitrain_lessons.shared.i18n import phrase
@@ -50,6 +50,39 @@ def tiny_bert(num_labels: int = 2, *, dropout: bool = True, **overrides) -> Bert
                 "These settings do not make a valid BERT ({error}); check the names and sizes.", error=error
             )
         ) from None
+
+
+def tiny_gpt2(
+    layers: int = 2, width: int = 64, vocabulary: int = 1000, positions: int = 64
+) -> GPT2LMHeadModel:
+    """A freshly initialised GPT-2 language model, built from a config (offline): `layers` blocks of
+    `width` with 4 heads, an embedding of `vocabulary` tokens that the output layer shares, no dropout.
+    Lesson 9's exercise shards it; its forward takes `input_ids` and `labels` and returns the loss."""
+    whole_numbers(layers=layers, width=width, vocabulary=vocabulary, positions=positions)
+    config = GPT2Config(
+        n_layer=layers,
+        n_embd=width,
+        n_head=4,
+        vocab_size=vocabulary,
+        n_positions=positions,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    model = GPT2LMHeadModel(config)
+    model.loss_type = "ForCausalLM"  # transformers finds no loss in the class's name, and warns
+    return model
+
+
+def token_batch(rows: int, tokens: int, vocabulary: int, seed: int = 0) -> dict:
+    """`rows` sequences of `tokens` random token ids below `vocabulary` (a language model's labels are
+    its inputs), the same for a seed."""
+    import torch
+
+    ids = torch.randint(vocabulary, (rows, tokens), generator=torch.Generator().manual_seed(seed))
+    return {"input_ids": ids, "labels": ids.clone()}
 
 
 def load(name: str, num_labels: int = 2):

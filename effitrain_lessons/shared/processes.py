@@ -10,6 +10,7 @@ before the process exits. Forking needs Linux or macOS; `can_fork` says whether 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -113,11 +114,27 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def write_to_log(log) -> None:
+    """Send this worker's output to `log`: print, Python's logging handlers that wrote to the
+    notebook's streams (transformers' warnings), and torch's C++ warnings on file descriptor 2.
+    They belong in the log, not under the notebook's cell."""
+    import logging
+
+    streams = (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        for handler in getattr(logger, "handlers", ()):
+            # (logging's last resort writes to whatever sys.stderr is: it follows on its own)
+            if isinstance(handler, logging.StreamHandler) and handler.stream in streams:
+                with contextlib.suppress(AttributeError):
+                    handler.setStream(log)
+    sys.stdout = sys.stderr = log
+    os.dup2(log.fileno(), 2)
+
+
 def _child(rank: int, world_size: int, port: int, folder: str, job, threads: int) -> None:
     log = open(Path(folder) / f"rank{rank}.log", "w", buffering=1, encoding="utf-8")
-    sys.stdout = sys.stderr = log
-    # torch's C++ warnings too: they belong in the log, not under the notebook's cell
-    os.dup2(log.fileno(), 2)
+    write_to_log(log)
     os.environ.update(
         RANK=str(rank),
         LOCAL_RANK=str(rank),
