@@ -55,6 +55,10 @@ RIGHT = {
     ),
     "q_predict_peak": ("07_checkpoint_your_own_model", ['predicted_peak_mib["batch 4"]']),
     "q_autocast_bytes": ("08_mixed_precision", ["predicted_autocast_bytes(300, 48, 192)"]),
+    "q_sharded_most": (
+        "09_sharding",
+        ['predicted_most_held(gpt2_shapes, "ZeRO-1", 3)', 'predicted_most_held(gpt2_shapes, "ZeRO-3", 3)'],
+    ),
 }
 
 # (question, a plausible mistake): each reaches a different public sentence
@@ -257,6 +261,27 @@ WRONG = [
         "    return 2 * tokens * (width + 4 * hidden) + 4 * (2 * width * hidden + hidden * hidden)\n",
     ),
     ("q_autocast_bytes", 'def predicted_autocast_bytes(tokens, width, hidden):\n    return "0.6 MB"\n'),
+    # every stage a 1/N share of 16 bytes, as if ZeRO-1 split everything; ZeRO-1's state split evenly
+    # (not by whole tensors); the bytes of parameters only; a size written out, not a number
+    (
+        "q_sharded_most",
+        "import math\n\ndef predicted_most_held(shapes, stage, num_processes):\n"
+        "    return 16 * sum(math.prod(s) for s in shapes) / num_processes\n",
+    ),
+    (
+        "q_sharded_most",
+        "import math\n\ndef predicted_most_held(shapes, stage, num_processes):\n"
+        "    total = sum(math.prod(s) for s in shapes)\n"
+        "    if stage == 'ZeRO-1':\n"
+        "        return 8 * total + 8 * total / num_processes\n"
+        "    return 16 * total / num_processes\n",
+    ),
+    (
+        "q_sharded_most",
+        "import math\n\ndef predicted_most_held(shapes, stage, num_processes):\n"
+        "    return 4 * sum(math.prod(s) for s in shapes)\n",
+    ),
+    ("q_sharded_most", 'def predicted_most_held(shapes, stage, num_processes):\n    return "2 MB"\n'),
 ]
 
 

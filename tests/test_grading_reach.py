@@ -236,6 +236,37 @@ def test_autocast_bytes_by_measuring_fails_every_case():
     assert not any(cases_passed("08_mixed_precision", "q_autocast_bytes", MEASURED_AUTOCAST))
 
 
+# a model of those shapes, measured in real processes: the package's own measurement
+MEASURED_SHARDED = """
+import math
+
+import torch
+
+from effitrain_lessons.shared.sharding import measure_sharding
+
+
+class _Shapes(torch.nn.Module):
+    def __init__(self, shapes):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(
+            torch.nn.ParameterList([torch.nn.Parameter(torch.zeros(shape))]) for shape in shapes
+        )
+
+    def forward(self, **inputs):
+        return {"loss": sum(p.sum() for p in self.parameters())}
+
+
+def predicted_most_held(shapes, stage, num_processes):
+    names = {"data parallel": "none", "ZeRO-1": "zero1", "ZeRO-3": "zero3"}
+    result = measure_sharding(lambda: _Shapes(shapes), {}, names[stage], num_processes)
+    return result.most("states")
+"""
+
+
+def test_sharded_most_by_measuring_fails_every_case():
+    assert not any(cases_passed("09_sharding", "q_sharded_most", MEASURED_SHARDED))
+
+
 # --- a public case is worth nothing to an answer that only has the right type -------------------
 
 WELL_TYPED = {
@@ -263,6 +294,7 @@ TIMED_PREDICTIONS = [
     ("02_checkpointing_with_trainer", "q_step_flops", "predicted_mflop"),
     (LESSON_03, "q_half_memory", "half_memory"),
     ("08_mixed_precision", "q_autocast_bytes", "predicted_autocast_bytes"),
+    ("09_sharding", "q_sharded_most", "predicted_most_held"),
 ]
 
 SLOW = """

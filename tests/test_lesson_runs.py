@@ -63,6 +63,7 @@ ELSEWHERE: dict[str, dict[str, str]] = {
     },
     "07": {},
     "08": {"2 %": "a setting: exercise 1's tolerance"},
+    "09": {"1 %": "a setting: exercise 1's tolerance"},
 }
 
 UNITS = {

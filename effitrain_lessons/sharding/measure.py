@@ -318,8 +318,9 @@ class Sharded:
             )
             sent = sum(nbytes * ring_share(kind, n) for kind, nbytes in calls)
             times = [
-                format_number(
-                    1000 * sum(link.seconds(nbytes * ring_share(kind, n)) for kind, nbytes in calls), ".0f"
+                phrase(
+                    "{ms} ms",
+                    ms=format_number(1000 * sum(link.seconds(b * ring_share(k, n)) for k, b in calls), ".0f"),
                 )
                 for link in links.values()
             ]
@@ -331,7 +332,7 @@ class Sharded:
                 N_("collective calls in a step"),
                 N_("calls"),
                 N_("each process sends"),
-                *[phrase("ms on link {name}", name=name) for name in links],
+                *[phrase("on link {name}", name=name) for name in links],
             ],
             rows,
             title=N_("What one step communicates, counted in process 0"),
