@@ -52,9 +52,10 @@ def test_the_bars_refuse_nothing_to_draw_and_a_label_count_that_does_not_match()
 
 def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
     box = plan_figures.plan_explorer("bert-base-uncased", gpu="T4", batch=32, seq=512, attention="eager")
-    first_row, second_row, status = box.children
+    first_row, second_row, third_row, status = box.children
     model, gpu, batch, seq = first_row.children
     precision, attention, checkpointing = second_row.children
+    gpus, sharding = third_row.children
     assert [kind for kind, _ in shown] == ["display", "display"] and shown[1][1] is box
     assert (
         status.value
@@ -71,6 +72,19 @@ def test_the_explorer_redraws_at_every_change_and_says_the_verdict(shown):
     assert status.value.startswith("T4: fits") and [kind for kind, _ in shown].count("update") == 3
     assert sorted(model.options) == plan.bundled_models() and list(precision.options) == list(plan.PRECISIONS)
     assert (batch.value, seq.value, attention.value) == (32, 512, "eager")
+    # lesson 9's stages: 4 T4s at ZeRO-3, every line per GPU; a stage on one GPU is refused in one line
+    checkpointing.value = False
+    gpus.value, sharding.value = 4, "zero3"
+    per_gpu = plan.verdict(
+        "bert-base-uncased", "T4", batch=32, seq=512, attention="eager", gpus=4, sharding="zero3"
+    )
+    assert status.value == per_gpu.sentence()
+    assert shown[-1][1].axes[0].get_title().startswith("bert-base-uncased on 4 x T4, ZeRO-3, fp32")
+    updates = [kind for kind, _ in shown].count("update")
+    gpus.value = 1
+    assert "one GPU has nothing to share" in status.value
+    assert [kind for kind, _ in shown].count("update") == updates  # the last figure stays
+    assert [label for label, _stage in sharding.options][0] == "no sharding"
 
 
 def test_one_estimate_against_a_gpu_says_in_its_title_whether_it_fits():

@@ -139,8 +139,7 @@ def _plan_figure(model, gpu, settings) -> tuple[Figure, str]:
     if largest and largest != settings.batch:
         estimates.append(plan.estimate(model, replace(settings, batch=largest, accumulation=1)))
         labels.append(phrase("the largest micro-batch that fits: {largest}", largest=largest))
-    title = phrase(
-        "{model} on {gpu}, {precision}, {attention} attention, checkpointing {checkpointing}: {verdict}",
+    words = dict(
         model=judged.estimate.model.name,
         gpu=judged.gpu,
         precision=settings.precision,
@@ -148,6 +147,19 @@ def _plan_figure(model, gpu, settings) -> tuple[Figure, str]:
         checkpointing=_("on") if settings.checkpointing else _("off"),
         verdict=_("fits") if judged.fits else _("does not fit"),
     )
+    if settings.gpus > 1:
+        title = phrase(
+            "{model} on {gpus} x {gpu}, {sharding}, {precision}, {attention} attention, checkpointing "
+            "{checkpointing}: {verdict} in each",
+            gpus=settings.gpus,
+            sharding=plan.SHARDING_NAMES.get(settings.sharding) or _("no sharding"),
+            **words,
+        )
+    else:
+        title = phrase(
+            "{model} on {gpu}, {precision}, {attention} attention, checkpointing {checkpointing}: {verdict}",
+            **words,
+        )
     status = (
         judged.sentence()
         if largest
@@ -164,9 +176,12 @@ def plan_explorer(
     precision: str = "fp32",
     attention: str = "eager",
     checkpointing: bool = False,
+    gpus: int = 1,
+    sharding: str = "none",
 ):
     """Menus for the model (the bundled configs), the GPU, the precision and the attention, sliders for
-    the batch and the sequence length, and a checkpointing box, above the estimate's stacked bars
+    the batch and the sequence length, a checkpointing box, and menus for the number of GPUs and how
+    their state is sharded (lesson 9's stages; every line is then per GPU), above the estimate's stacked bars
     against the GPU's memory (`plot_memory_estimates`) and, beside them, the largest micro-batch that
     fits. Every change redraws at once (an estimate takes milliseconds); the status line says whether
     it fits and what would make it fit. The first figure is an ordinary image, so a static viewer
@@ -192,6 +207,12 @@ def plan_explorer(
             options=list(plan.ATTENTIONS), value=attention, description=_("attention")
         ),
         "checkpointing": widgets.Checkbox(value=checkpointing, description=_("checkpointing")),
+        "gpus": widgets.Dropdown(options=sorted({1, 2, 4, 8, gpus}), value=gpus, description=_("GPUs")),
+        "sharding": widgets.Dropdown(
+            options=[(plan.SHARDING_NAMES.get(stage) or _("no sharding"), stage) for stage in plan.SHARDINGS],
+            value=sharding,
+            description=_("sharding"),
+        ),
     }
 
     def current() -> tuple[Figure, str]:
@@ -202,6 +223,8 @@ def plan_explorer(
             precision=values["precision"],
             attention=values["attention"],
             checkpointing=values["checkpointing"],
+            gpus=values["gpus"],
+            sharding=values["sharding"],
         )
         return _plan_figure(values["model"], values["gpu"], settings)
 
@@ -222,7 +245,7 @@ def plan_explorer(
     for control in controls.values():
         control.observe(redraw, names="value")
     names = list(controls.values())
-    box = widgets.VBox([widgets.HBox(names[:4]), widgets.HBox(names[4:]), status])
+    box = widgets.VBox([widgets.HBox(names[:4]), widgets.HBox(names[4:7]), widgets.HBox(names[7:]), status])
     display(box)
     return box
 
