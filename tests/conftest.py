@@ -58,6 +58,7 @@ UNIT_SECONDS = {
     "tests/test_trainer.py": 15,
     "lesson-07": 15,
     "lesson-06": 12,
+    "lesson-09": 40,
     "lesson-01": 10,
     "tests/test_benchmarks.py": 8,
 }

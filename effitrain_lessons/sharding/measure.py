@@ -96,6 +96,8 @@ class StepCounts:
     gradients: int = 0
     optimizer_state: int = 0
     gathered: int = 0  # whole parameters FSDP2 still holds once forward is done
+    whole_parameters: int = 0  # the model's parameters, all of them (a DTensor counts whole)
+    tensors: int = 0  # the model's parameter tensors
     held_before: int = 0  # tensor bytes at the start of the last step
     peak: int = 0  # the most tensor bytes at once during the last step
     calls: list = field(default_factory=list)  # [kind, bytes] of the last step
@@ -159,6 +161,8 @@ def sharded_steps(
             if before is not None:
                 before(model, optimizer)
             counts.parameters, counts.gradients, counts.optimizer_state = held_by(model, optimizer)
+            weights = list({id(p): p for p in model.parameters()}.values())
+            counts.whole_parameters, counts.tensors = sum(p.numel() for p in weights), len(weights)
             sharded = any(isinstance(p, DTensor) for p in model.parameters())
             for _step in range(steps):
                 watch.start_step()
@@ -243,13 +247,13 @@ class Sharded:
         return max(getattr(counts, what) for counts in self.run(setup, num_processes))
 
     def holding(self) -> Table:
-        """Per setup, the most any one process holds once the step is over, and against one process
-        holding everything."""
+        """Per setup, the most any one process holds once the step is over, and its share of what one
+        process holds alone (16 bytes a parameter and AdamW's step counts, as data parallel holds)."""
         rows = []
         for run in self.runs:
             first = run[0]
-            alone = self._alone(first.num_processes)
-            most = max(run, key=lambda counts: (counts.states, -counts.rank))
+            busiest = max(c.states for c in run)
+            alone = 16 * first.whole_parameters + 4 * first.tensors
             rows.append(
                 (
                     _(first.setup),
@@ -257,9 +261,8 @@ class Sharded:
                     format_bytes(max(c.parameters for c in run)),
                     format_bytes(max(c.gradients for c in run)),
                     format_bytes(max(c.optimizer_state for c in run)),
-                    format_bytes(most.states),
-                    most.rank,
-                    f"{format_number(100 * most.states / alone, '.0f')} %" if alone else "",
+                    format_bytes(busiest),
+                    f"{format_number(100 * busiest / alone, '.0f')} %",
                     format_bytes(max(c.gathered for c in run)),
                 )
             )
@@ -270,37 +273,31 @@ class Sharded:
                 N_("parameters"),
                 N_("gradients"),
                 N_("optimizer state"),
-                N_("most one process holds"),
-                N_("that process"),
-                N_("of data parallel's"),
-                N_("whole parameters held after forward"),
+                N_("busiest process"),
+                N_("share of data parallel"),
+                N_("gathered after forward"),
             ],
             rows,
-            title=N_("What each process holds once an AdamW step is over (the most any one holds)"),
+            title=N_("What a process holds once an AdamW step is over (the most any one holds)"),
             notes=[
                 N_(
-                    "Counted in each process from the tensors it holds itself: a sharded tensor by its "
-                    "local shard."
+                    "Counted in each process from the tensors it holds itself, a sharded tensor by its "
+                    "own piece. Gathered after forward: whole parameters still held when the forward "
+                    "pass ends."
                 )
             ],
         )
 
-    def _alone(self, num_processes: int) -> int:
+    def per_process(self) -> dict[int, dict[str, dict[str, list[int]]]]:
+        """For the figure: per number of processes, per setup, each process's parameters, gradients,
+        optimizer state, and the whole parameters it held after forward."""
+        parts = ("parameters", "gradients", "optimizer_state", "gathered")
+        out: dict[int, dict[str, dict[str, list[int]]]] = {}
         for run in self.runs:
-            if run[0].num_processes == num_processes and not any(c.gathered for c in run):
-                if len({c.states for c in run}) == 1 and run[0].optimizer_state >= 2 * run[0].parameters:
-                    return run[0].states  # data parallel: every process holds everything
-        return 0
-
-    def per_process(self) -> dict[str, dict[str, list[int]]]:
-        """For the figure: per setup, each process's parameters, gradients and optimizer state."""
-        return {
-            f"{run[0].setup} ({run[0].num_processes})": {
-                what: [getattr(c, what) for c in run]
-                for what in ("parameters", "gradients", "optimizer_state")
+            out.setdefault(run[0].num_processes, {})[run[0].setup] = {
+                part: [getattr(c, part) for c in run] for part in parts
             }
-            for run in self.runs
-        }
+        return out
 
     def communication(self, links: Mapping[str, Link] = ()) -> Table:
         """Per setup: the collective calls of one step, what each process sends (ring), and that
@@ -331,13 +328,20 @@ class Sharded:
                 N_("processes"),
                 N_("collective calls in a step"),
                 N_("calls"),
-                N_("each process sends"),
-                *[phrase("on link {name}", name=name) for name in links],
+                N_("process 0 sends"),
+                *[phrase("link {name}, computed", name=name) for name in links],
             ],
             rows,
-            title=N_("What one step communicates, counted in process 0"),
+            title=N_("What one step communicates, counted in process 0, and its time on each link"),
             notes=[
-                phrase("link {name}: {link}", name=name, link=link.describe()) for name, link in links.items()
+                N_(
+                    "The times are computed from the calls with lesson 04's link model, one call after "
+                    "the other, not measured."
+                ),
+                *[
+                    phrase("link {name}: {link}", name=name, link=link.describe())
+                    for name, link in links.items()
+                ],
             ],
         )
 

@@ -12,50 +12,47 @@ from effitrain_lessons.shared.quiz import Question
 QUESTIONS: tuple[Question, ...] = (
     Question(
         N_(
-            "A model fits one GPU's memory for its weights, but not with its gradients and AdamW's state. "
-            "Which ZeRO stage is the least that can help, and what does it split?"
+            "In fp32, a model's weights and gradients fit one GPU, but not with AdamW's state as well. "
+            "What is the least sharding that can help?"
         ),
         [
-            N_("stage 1: the optimizer state, 8 of the 16 bytes a parameter"),
-            N_("stage 3: only the parameters"),
-            N_("none: checkpointing shrinks the gradients and the optimizer state"),
+            N_("checkpointing every block"),
+            N_("ZeRO-1: it splits the optimizer state, in fp32 8 of the 16 bytes a parameter"),
+            N_("ZeRO-3, since only it splits the parameters"),
         ],
-        answer=0,
+        answer=1,
         why=N_(
-            "AdamW's two moments are half of the 16 bytes; stage 1 splits them among the processes. "
-            "Checkpointing only shrinks the activations, which depend on the batch."
+            "AdamW's two moments are half of the 16 bytes in fp32; ZeRO-1 splits them among the "
+            "processes. Checkpointing shrinks only the activations, which depend on the batch."
         ),
     ),
     Question(
         N_("What does fully_shard's reshard_after_forward=True change against False?"),
         [
-            N_(
-                "each block's whole parameters are freed after its forward pass and gathered again "
-                "in the backward pass: less memory, more communication"
-            ),
             N_("the gradients are no longer split"),
             N_("the optimizer state is kept whole in every process"),
+            N_("each block's parameters are freed after its forward pass and gathered again for backward"),
         ],
-        answer=0,
+        answer=2,
         why=N_(
-            "Between steps both keep only the pieces; with True a process holds one block's whole "
-            "parameters at a time, at the cost of a second all-gather per block (ZeRO-3)."
+            "Between steps both keep only the pieces. With True a process holds about one block's "
+            "whole parameters at a time during the step, at the cost of a second all-gather per block."
         ),
     ),
     Question(
         N_(
-            "Four processes saved a sharded checkpoint with torch.distributed.checkpoint. "
-            "Can 8 processes load it?"
+            "Predict: with 8 processes, what share of data parallel's bytes does ZeRO-1 leave the busiest "
+            "process, for a model with many small tensors?"
         ),
         [
-            N_("yes: each process reads the parts of the files its own pieces need"),
-            N_("no: a sharded checkpoint loads only into the same number of processes"),
-            N_("only after one process gathers the whole model and saves it again"),
+            N_("about 12 %: an eighth of everything"),
+            N_("about 50 %: only the optimizer state goes"),
+            N_("about 56 %: the weights and gradients stay whole, an eighth of the state remains"),
         ],
-        answer=0,
+        answer=2,
         why=N_(
-            "Each process writes its pieces with a description of where they lie in the whole "
-            "tensor; loading asks for the pieces of the new split, whatever the number of processes."
+            "4 + 4 bytes a parameter stay in every process; of AdamW's 8 bytes, an eighth: 9 of 16 "
+            "bytes, about 56 %. Whole tensors spread evenly when none is large."
         ),
     ),
 )
