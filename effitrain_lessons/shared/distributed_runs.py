@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import hashlib
 import io
 import json
@@ -577,6 +578,9 @@ class Launching:
         AcceleratorState._reset_state(True)
         self._prepare()
         preload()  # and the modules every process imports: shared pages, not a copy in each
+        # The processes are forked: a garbage collection in one would write to every object it
+        # inherited, and copy each page that holds one. Frozen, those objects are left alone.
+        gc.freeze()
         self._folder = Path(tempfile.mkdtemp(prefix="effitrain-launch-"))
         self._parent = os.getpid()
         self._deadline = time.monotonic() + self.timeout
@@ -680,6 +684,7 @@ class Launching:
 
             accelerate.launchers.get_current_device_type = self._device_type
             self._elastic.setLevel(self._elastic_level)
+            gc.unfreeze()
             shutil.rmtree(folder, ignore_errors=True)
 
     def _stop_leftovers(self) -> None:

@@ -11,6 +11,7 @@ before the process exits. Forking needs Linux or macOS; `can_fork` says whether 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import multiprocessing
 import os
@@ -48,6 +49,9 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
         )
     threads = max(1, (os.cpu_count() or 1) // num_processes)
     preload()
+    # A garbage collection in a forked worker would write to every object it inherited, and copy
+    # each page that holds one; frozen, those objects are left alone (until the workers are done).
+    gc.freeze()
     with tempfile.TemporaryDirectory(prefix="effitrain-workers-") as folder:
         context = torch.multiprocessing.start_processes(
             _child,
@@ -82,6 +86,7 @@ def start_workers(job, num_processes: int, timeout: float) -> list[list[dict]]:
                 if process.is_alive():
                     process.kill()
                 process.join(timeout=5)
+            gc.unfreeze()
         return [json.loads((Path(folder) / f"rank{rank}.json").read_text()) for rank in range(num_processes)]
 
 
