@@ -115,13 +115,18 @@ def _share(batch: Mapping[str, torch.Tensor], rank: int, world: int) -> dict[str
     return {name: rows[rank::world] for name, rows in batch.items()}
 
 
-def _state_sum(optimizer) -> float:
-    """The size of every value of the optimizer's state tensors this process holds, summed, then summed
-    over the processes: equal for one state however it is split."""
+def _state_sum(model: torch.nn.Module, optimizer) -> float:
+    """The size of every value of the optimizer's moments, summed over the processes, each value once:
+    equal for one state however it is split. A state every process holds whole (data parallel)
+    counts in process 0 only."""
     import torch.distributed as dist
+    from torch.distributed.tensor import DTensor
 
+    split = hasattr(optimizer, "optim") or any(isinstance(p, DTensor) for p in model.parameters())
     state = getattr(optimizer, "optim", optimizer).state
     total = torch.zeros((), dtype=torch.float64)
+    if not split and dist.get_rank() != 0:
+        state = {}
     for values in state.values():
         for value in values.values():
             # AdamW's moments, not its step counts: those are whole in every process
@@ -180,7 +185,7 @@ def sharded_steps(
                 optimizer.zero_grad(set_to_none=True)
             if after is not None:
                 after(model, optimizer)
-        counts.optimizer_sum = _state_sum(optimizer)
+        counts.optimizer_sum = _state_sum(model, optimizer)
         if probe is not None:
             with torch.no_grad():
                 counts.probe_loss = model(**probe)["loss"].item()

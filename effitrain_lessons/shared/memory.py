@@ -450,7 +450,11 @@ class LiveStorages(TorchDispatchMode):
 
     def __init__(self, before: Iterable[torch.Tensor]) -> None:
         super().__init__()
-        self.known = {tensor.untyped_storage()._cdata for tensor in plain_tensors(list(before))}
+        # each by a weak reference too: while it lives, no new storage can take its place
+        self.known = {
+            tensor.untyped_storage()._cdata: StorageWeakRef(tensor.untyped_storage())
+            for tensor in plain_tensors(list(before))
+        }
         self.live: dict[int, list] = {}  # each storage by its identity (views share it): [weak ref, size]
         self.now = self.peak = 0
 
@@ -462,6 +466,8 @@ class LiveStorages(TorchDispatchMode):
                 continue
             storage = tensor.untyped_storage()
             key = storage._cdata
+            if key in self.known and self.known[key].expired():
+                del self.known[key]  # freed since: this is a new storage in its place
             if key not in self.live and key not in self.known:
                 self.live[key] = [StorageWeakRef(storage), storage.nbytes()]
                 self.now += storage.nbytes()
