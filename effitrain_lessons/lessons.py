@@ -150,7 +150,7 @@ LESSONS: tuple[Lesson, ...] = (
         "sharding",
         "09_sharding",
         "Sharding: what checkpointing cannot shrink",
-        "Bölüştürmek: checkpointing'in küçültemediği",
+        "Bölüştürmek: kontrol noktalarının küçültemediği",
         minutes=45,
         questions=("q_sharded_most",),
         figures=("plot_per_process",),
