@@ -43,6 +43,7 @@ from effitrain_lessons.shared.distributed_runs import Link
 from effitrain_lessons.shared.memory import LiveStorages, plain_tensors
 from effitrain_lessons.shared.models import tiny_bert
 from effitrain_lessons.shared.processes import can_fork, start_workers
+from effitrain_lessons.shared.tables import format_bytes
 
 needs_fork = pytest.mark.skipif(not can_fork(), reason="the processes are forked (Linux, macOS)")
 
@@ -467,9 +468,12 @@ def test_the_figure_draws_a_panel_per_process_count_and_a_bar_per_process_and_pa
         drawn = [bar.get_height() * 2**20 for bar in bars if bar.get_gid() == part]
         measured = [b for count in (2, 3) for parts in per_process[count].values() for b in parts[part]]
         assert drawn == pytest.approx(measured)  # 2 bars a setup, then 3 for the load
-    # the whole parameters ZeRO-2 still holds after forward, on top of its two bars only
-    gathered = [bar.get_height() * 2**20 for bar in bars if bar.get_gid() == "gathered"]
-    assert gathered == pytest.approx(per_process[2]["ZeRO-2"]["gathered"])
+    # the whole parameters ZeRO-2 still holds after forward: one bar of its own, beside its two
+    gathered = [bar for bar in bars if bar.get_gid() == "gathered"]
+    assert [bar.get_height() * 2**20 for bar in gathered] == pytest.approx(
+        [max(per_process[2]["ZeRO-2"]["gathered"])]
+    )
+    assert all(bar.get_y() == 0 for bar in gathered)  # another moment: not stacked on the others
     assert fig._suptitle.get_text() == "what each process holds"
 
 
@@ -493,8 +497,17 @@ def test_the_holding_table_has_a_row_for_each_setup_and_process_count(results, c
 @needs_fork
 def test_the_peaks_table_has_a_row_for_each_setup(results):
     table = results.peaks()
-    assert list(table.columns) == ["setup", "processes", "held between steps", "peak during a step"]
+    assert list(table.columns) == [
+        "setup",
+        "processes",
+        "held between steps",
+        "peak during a step",
+        "peak below the first row's",
+    ]
     assert [row[0] for row in table.rows] == list(SETUPS)
+    first = max(c.peak for c in results.runs[0])
+    below = [first - max(c.peak for c in run) for run in results.runs[1:]]
+    assert [row[4] for row in table.rows] == ["-", *[format_bytes(b) for b in below]]
     assert "The peak of a step, in the busiest process" in str(table)
 
 

@@ -361,20 +361,30 @@ class Sharded:
         )
 
     def peaks(self) -> Table:
-        """Per setup, the most tensor memory any one process held at once during a step."""
-        rows = []
+        """Per setup, the most tensor memory any one process held at once during a step, and how much
+        less than the first setup's."""
+        rows, first_peak = [], None
         for run in self.runs:
             first = run[0]
+            peak = max(c.peak for c in run)
+            first_peak = peak if first_peak is None else first_peak
             rows.append(
                 (
                     _(first.setup),
                     first.num_processes,
                     format_bytes(max(c.held_before for c in run)),
-                    format_bytes(max(c.peak for c in run)),
+                    format_bytes(peak),
+                    format_bytes(first_peak - peak) if peak != first_peak else "-",
                 )
             )
         return Table(
-            [N_("setup"), N_("processes"), N_("held between steps"), N_("peak during a step")],
+            [
+                N_("setup"),
+                N_("processes"),
+                N_("held between steps"),
+                N_("peak during a step"),
+                N_("peak below the first row's"),
+            ],
             rows,
             title=N_("The peak of a step, in the busiest process"),
             notes=[

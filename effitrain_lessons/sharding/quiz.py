@@ -16,9 +16,9 @@ QUESTIONS: tuple[Question, ...] = (
             "What is the least sharding that can help?"
         ),
         [
-            N_("checkpointing every block"),
-            N_("ZeRO-1: it splits the optimizer state, in fp32 8 of the 16 bytes a parameter"),
-            N_("ZeRO-3, since only it splits the parameters"),
+            N_("ZeRO-2: the gradients must be split before the state can be"),
+            N_("ZeRO-1: it splits the optimizer state"),
+            N_("ZeRO-3: only it splits the parameters"),
         ],
         answer=1,
         why=N_(
@@ -29,9 +29,9 @@ QUESTIONS: tuple[Question, ...] = (
     Question(
         N_("What does fully_shard's reshard_after_forward=True change against False?"),
         [
-            N_("the gradients are no longer split"),
+            N_("the gradients are no longer split among the processes after backward"),
             N_("the optimizer state is kept whole in every process"),
-            N_("each block's parameters are freed after its forward pass and gathered again for backward"),
+            N_("each block is freed after forward and gathered again"),
         ],
         answer=2,
         why=N_(
@@ -45,9 +45,9 @@ QUESTIONS: tuple[Question, ...] = (
             "process, for a model with many small tensors?"
         ),
         [
-            N_("about 12 %: an eighth of everything"),
+            N_("about 12 %: each process keeps an eighth of weights, gradients and state"),
             N_("about 50 %: only the optimizer state goes"),
-            N_("about 56 %: the weights and gradients stay whole, an eighth of the state remains"),
+            N_("about 56 %: only the state shrinks, to an eighth"),
         ],
         answer=2,
         why=N_(
