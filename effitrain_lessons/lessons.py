@@ -150,7 +150,7 @@ LESSONS: tuple[Lesson, ...] = (
         "sharding",
         "09_sharding",
         "Sharding: what checkpointing cannot shrink",
-        "Bölüştürmek: kontrol noktalarının küçültemediği",
+        "Bölüştürme: kontrol noktalarının küçültemediği baytlar",
         minutes=45,
         questions=("q_sharded_most",),
         figures=("plot_per_process",),
