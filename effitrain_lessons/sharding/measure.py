@@ -51,6 +51,7 @@ COLLECTIVES = {
     "c10d.broadcast_.default": ("broadcast", 0),
 }
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "broadcast")
+_COLLECTIVE_OF: dict = {}  # each operation seen, and what COLLECTIVES says of it (() for no collective)
 # The setups lesson 9's cells name, for the catalog: the tables show a setup's name in the lesson's
 # language (a name the catalog lacks shows as it is)
 SETUP_NAMES = (
@@ -88,8 +89,10 @@ class ProcessWatch(LiveStorages):
         self.calls = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        known = COLLECTIVES.get(str(func))
-        if known is not None:
+        known = _COLLECTIVE_OF.get(func)
+        if known is None:
+            known = _COLLECTIVE_OF[func] = COLLECTIVES.get(str(func), ())
+        if known:
             kind, whole = known
             self.calls.append((kind, _tensor_bytes(args[whole])))
         return super().__torch_dispatch__(func, types, args, kwargs)

@@ -456,11 +456,16 @@ class LiveStorages(TorchDispatchMode):
             for tensor in plain_tensors(list(before))
         }
         self.live: dict[int, list] = {}  # each storage by its identity (views share it): [weak ref, size]
-        self.now = self.peak = 0
+        self._now = self.peak = 0  # _now: never below the bytes live now (freed ones leave it late)
+
+    @property
+    def now(self) -> int:
+        """The bytes of the storages counted and still alive, now."""
+        self._forget_freed()
+        return self._now
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        self._forget_freed()
         for tensor in plain_tensors(out):
             if tensor.device.type == "meta":
                 continue
@@ -470,20 +475,27 @@ class LiveStorages(TorchDispatchMode):
                 del self.known[key]  # freed since: this is a new storage in its place
             if key not in self.live and key not in self.known:
                 self.live[key] = [StorageWeakRef(storage), storage.nbytes()]
-                self.now += storage.nbytes()
-        self.peak = max(self.peak, self.now)
+                self._now += storage.nbytes()
+        self._new_peak()
         return out
+
+    def _new_peak(self) -> None:
+        """`now` counts storages freed since the last look, so it is never below the truth: only when
+        it passes the peak do the freed ones have to be taken off, to see whether it really does."""
+        if self._now > self.peak:
+            self._forget_freed()
+            self.peak = max(self.peak, self._now)
 
     def _forget_freed(self) -> None:
         for key in [key for key, (ref, _size) in self.live.items() if ref.expired()]:
-            self.now -= self.live.pop(key)[1]
+            self._now -= self.live.pop(key)[1]
 
     def _resized(self, storage) -> None:
         entry = self.live.get(storage._cdata)
         if entry is not None:
-            self.now += storage.nbytes() - entry[1]
+            self._now += storage.nbytes() - entry[1]
             entry[1] = storage.nbytes()
-            self.peak = max(self.peak, self.now)
+            self._new_peak()
 
     def __enter__(self):
         original = self._original_resize = torch.UntypedStorage.resize_
