@@ -657,6 +657,11 @@ def markdown(report: dict) -> str:
             f"{r.get('run_all_s', '')} | {used} | {format_bytes(peak) if peak is not None else ''} | "
             f"{format_bytes(r['kernel_peak_rss']) if r.get('kernel_peak_rss') else ''} |"
         )
+    lines += [
+        "",
+        "Lesson 09's processes talk over gloo on the CPU here, as on a laptop: the lesson keeps gloo so "
+        "that it runs anywhere (NCCL needs one GPU per process).",
+    ]
     for r in (r for r in rows if r.get("printed")):
         lines += ["", f"What {r['step']} printed on the GPU (its offload and peak measurements):", "", "```"]
         lines += [*r["printed"], "```"]
